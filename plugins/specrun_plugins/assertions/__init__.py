@@ -1,0 +1,10 @@
+"""First-party assertions: every AssertionType subclass defined in this package's modules.
+
+Implements register_assertion_types. Add a module here and its types register with no new entry point.
+"""
+
+from specrun import hookimpl
+from specrun.kinds import AssertionType
+from specrun.plugins import registrar
+
+register_assertion_types = hookimpl(registrar(__name__, AssertionType))

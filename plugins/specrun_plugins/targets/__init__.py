@@ -1,0 +1,10 @@
+"""First-party targets: every Target subclass defined in this package's modules.
+
+Implements register_targets. Add a module here and its types register with no new entry point.
+"""
+
+from specrun import hookimpl
+from specrun.kinds import Target
+from specrun.plugins import registrar
+
+register_targets = hookimpl(registrar(__name__, Target))

@@ -1,0 +1,1 @@
+"""The command line: a click group, one command per module; the only place that imports click."""

@@ -1,0 +1,92 @@
+"""``specrun``: the entry point. Commands load lazily so that ``--help`` and ``--version`` are instant."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from .. import __version__
+from ..errors import SpecrunError
+
+COMMANDS = {
+    "run": "specrun.cli.run",
+    "validate": "specrun.cli.validate",
+    "schema": "specrun.cli.schema",
+    "plugins": "specrun.cli.plugins",
+    "diff": "specrun.cli.diff",
+}
+
+
+class SpecrunGroup(click.Group):
+    """Commands imported on first use; anything that is not a command name runs ``run``."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, module in COMMANDS.items() if importlib.util.find_spec(module)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS or not importlib.util.find_spec(COMMANDS[name]):
+            return None
+        return importlib.import_module(COMMANDS[name]).command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        if args and args[0] not in COMMANDS and "run" in self.list_commands(ctx):
+            args = ["run", *args]
+        return super().resolve_command(ctx, args)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version", "--debug")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=SpecrunGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="specrun")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Test AI agents from declarative suites (JSONL, YAML or JSON).
+
+    \b
+    specrun suites/                 run every suite under suites/
+    specrun -i "hello" -n my.agent  send one message to an agent
+    specrun validate suites/        check suites without running them
+    """
+    ctx.obj = {"debug": debug}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; errors become a message and an exit code, never a traceback (unless --debug)."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or bool(os.environ.get("SPECRUN_DEBUG"))
+    try:
+        code = cli.main(args=args, prog_name="specrun", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("specrun: interrupted", err=True)
+        code = 130
+    except SpecrunError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        click.echo(f"specrun: {exc}" if not str(exc).startswith(("/", ".")) and "\n" not in str(exc) else str(exc), err=True)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("specrun: interrupted", err=True)
+        code = 130
+    except Exception as exc:  # a bug in specrun or a plugin: say so, exit 3
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        click.echo(f"specrun: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", err=True)
+        code = 3
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,265 @@
+"""Read suite, agent and config files as data while keeping the file:line:col of every node.
+
+JSON and JSONL are parsed with the standard library (fast); positions inside a record are
+found only when an error needs them, by re-reading that record with ruamel.yaml. YAML is
+read once with ruamel.yaml's round-trip loader, which records positions as it goes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem
+
+SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
+
+
+class DocumentError(Exception):
+    """A file that cannot be read as data; carries the problem with its position."""
+
+    def __init__(self, problem: Problem):
+        self.problem = problem
+        super().__init__(str(problem))
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def read_text(path: Path, display: str) -> str:
+    """The file's text; empty, binary, or non-UTF-8 files are a ``DocumentError``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(Problem(display, 1, 1, f"cannot read file: {exc.strerror}")) from None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentError(Problem(display, 1, 1, "file is UTF-16 (byte-order mark found); save it as UTF-8"))
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark is harmless: accepted and ignored
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise DocumentError(Problem(display, line, 1, "binary file (NUL byte found): not a suite"))
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DocumentError(
+            Problem(display, line, col, f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8")
+        ) from None
+    if not text.strip():
+        raise DocumentError(Problem(display, 1, 1, "empty file: expected a list of cases or a mapping with 'cases'"))
+    return text
+
+
+def plain(node: Any) -> Any:
+    """ruamel.yaml's round-trip objects as plain JSON-like data."""
+    if isinstance(node, dict):
+        return {str(k): plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain(v) for v in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, datetime.date | datetime.datetime):
+        return node.isoformat()
+    if isinstance(node, str):
+        return str(node)
+    return str(node)
+
+
+def _walk(node: Any, path: list[Any], at_key: bool) -> tuple[int, int] | None:
+    """0-based (line, col) of ``path`` inside a ruamel node; the deepest known point."""
+    lc = getattr(node, "lc", None)
+    if lc is None:
+        return None
+    pos = (lc.line, lc.col)
+    for i, step in enumerate(path):
+        last = i == len(path) - 1
+        if isinstance(node, dict) and step in node:
+            pos = node.lc.key(step) if (last and at_key) else node.lc.value(step)
+            node = node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            pos = node.lc.item(step)
+            node = node[step]
+        else:
+            break
+    return pos
+
+
+@dataclass
+class Record:
+    """One top-level node of a document (a case, or the suite mapping) and how to locate in it."""
+
+    data: Any
+    line: int  # 1-based line where the record starts
+    column: int = 1
+    node: Any = None  # ruamel node when already parsed (YAML)
+    segment: str | None = None  # the record's source text (JSON, JSONL), parsed on demand
+    _parsed: bool = field(default=False, repr=False)
+
+    def position(self, path: list[Any], at_key: bool = False) -> tuple[int, int]:
+        """1-based (line, column) of ``path`` inside this record."""
+        if self.node is None and self.segment is not None and not self._parsed:
+            self._parsed = True
+            try:
+                self.node = _yaml().load(self.segment)
+            except Exception:
+                self.node = None
+        pos = _walk(self.node, path, at_key) if self.node is not None else None
+        if pos is None:
+            return self.line, self.column
+        line, col = pos
+        if self.segment is not None:  # segment positions are relative to where it starts
+            return self.line + line, (col + self.column if line == 0 else col + 1)
+        return line + 1, col + 1
+
+
+@dataclass
+class Document:
+    """A parsed file: its top-level shape and the records (cases) in it."""
+
+    path: Path
+    display: str
+    kind: str  # "jsonl", "json" or "yaml"
+    top: Record | None  # the whole document (None for JSONL)
+    cases: list[Record]
+    case_key: str | None  # "cases" when the document is a mapping holding them
+
+
+def _syntax(display: str, line: int, col: int, what: str, msg: str) -> DocumentError:
+    return DocumentError(Problem(display, line, col, f"invalid {what}: {msg}"))
+
+
+def _json_items(text: str, start: int, opener: str) -> Iterator[tuple[Any, int, int]]:
+    """(key or index, value start, value end) for each member of the JSON container at ``start``."""
+    decoder = json.JSONDecoder()
+    ws = " \t\r\n"
+    i = start + 1
+    index = 0
+    while True:
+        while text[i] in ws:
+            i += 1
+        if text[i] in "]}":
+            return
+        key: Any = index
+        if opener == "{":
+            key, i = decoder.raw_decode(text, i)
+            while text[i] in ws:
+                i += 1
+            i += 1  # the colon
+            while text[i] in ws:
+                i += 1
+        _, end = decoder.raw_decode(text, i)
+        yield key, i, end
+        index += 1
+        i = end
+        while text[i] in ws:
+            i += 1
+        if text[i] == ",":
+            i += 1
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def parse(path: Path, display: str) -> Document:
+    """Parse a suite file into records; syntax errors are a ``DocumentError`` with the position."""
+    text = read_text(path, display)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return _parse_jsonl(path, display, text)
+    if suffix == ".json":
+        return _parse_json(path, display, text)
+    return _parse_yaml(path, display, text)
+
+
+def _parse_jsonl(path: Path, display: str, text: str) -> Document:
+    cases = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("//"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _syntax(display, number, exc.colno, "JSON", exc.msg) from None
+        column = len(line) - len(line.lstrip()) + 1
+        cases.append(Record(data, number, column, segment=stripped))
+    if not cases:
+        raise DocumentError(Problem(display, 1, 1, "no cases: every line is blank or a // comment"))
+    return Document(path, display, "jsonl", None, cases, None)
+
+
+def _parse_json(path: Path, display: str, text: str) -> Document:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _syntax(display, exc.lineno, exc.colno, "JSON", exc.msg) from None
+    top = Record(data, 1, 1, segment=text)
+    records: list[Record] = []
+    start = len(text) - len(text.lstrip())
+    container, key = None, None
+    if isinstance(data, list):
+        container = start
+    elif isinstance(data, dict) and isinstance(data.get("cases"), list):
+        for k, s, _ in _json_items(text, start, "{"):
+            if k == "cases":
+                container, key = s, "cases"
+    if container is not None:
+        items = data if key is None else data["cases"]
+        for (_, s, e), item in zip(_json_items(text, container, "["), items, strict=True):
+            line, col = _line_col(text, s)
+            records.append(Record(item, line, col, segment=text[s:e]))
+    return Document(path, display, "json", top, records, key)
+
+
+def _parse_yaml(path: Path, display: str, text: str) -> Document:
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        node = _yaml().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or exc.context or "cannot parse"
+        if "\t" in text.splitlines()[line - 1][:col] and "\\t" in problem:
+            problem += " (YAML indentation must use spaces, not tabs)"
+        raise _syntax(display, line, col, "YAML", problem) from None
+    except YAMLError as exc:
+        raise _syntax(display, 1, 1, "YAML", str(exc)) from None
+    data = plain(node)
+    top = Record(data, 1, 1, node=node)
+    key, seq = None, None
+    if isinstance(data, list):
+        seq = node
+    elif isinstance(data, dict) and isinstance(data.get("cases"), list):
+        key, seq = "cases", node["cases"]
+    records = []
+    if seq is not None:
+        items = data if key is None else data["cases"]
+        for i, item in enumerate(items):
+            line, col = seq.lc.item(i)
+            records.append(Record(item, line + 1, col + 1, node=seq[i]))
+    return Document(path, display, "yaml", top, records, key)
+
+
+def load_mapping(path: Path, display: str) -> tuple[Any, Record]:
+    """Read a YAML or JSON file holding one mapping (an agent file, a config file)."""
+    doc = parse(path, display)
+    assert doc.top is not None
+    return doc.top.data, doc.top

@@ -1,0 +1,211 @@
+"""The kinds of things a plugin contributes: assertion types, targets, sources, simulators, reporters.
+
+A plugin subclasses one of these, sets ``name`` and ``params_schema`` (the JSON Schema
+``properties`` of its own parameters, plus ``required``), and registers the class from the
+matching hook in :mod:`specrun.hookspecs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite
+
+
+class Plugin:
+    """Common to every kind: a unique ``name`` and the JSON Schema of its parameters."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    params_schema: ClassVar[dict[str, Any]] = {"properties": {}}
+
+
+# -- assertions -------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """What an assertion decided. ``passed`` is the raw verdict; ``negate`` is applied by the engine."""
+
+    passed: bool
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass
+class Check:
+    """What an assertion sees: the response, the case, the context and the run's services."""
+
+    response: Response
+    case: Case
+    context: Context
+    services: Any = None  # the runner's Services (model calls, agents); None outside a run
+    messages: list[Message] = field(default_factory=list)
+
+
+class AssertionType(Plugin):
+    """An assertion type. ``evaluate`` returns a ``Verdict`` or raises ``EvaluationError``.
+
+    ``problems`` finds mistakes that a schema cannot (a bad regex) before anything runs;
+    ``data_only`` is False for types that run code or read files, which generated cases may not use.
+    """
+
+    data_only: ClassVar[bool] = True
+
+    def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
+        """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
+        return ()
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        raise NotImplementedError
+
+
+# -- targets ----------------------------------------------------------------------------------
+
+
+class Session:
+    """One conversation with the agent under test (one per case and run).
+
+    ``send`` receives the whole conversation so far, ending with the newest user message; a
+    stateless session resends it, a stateful one (a process) sends only what it has not seen.
+    """
+
+    async def send(self, messages: list[Message]) -> Response:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what the session holds (a process, a connection)."""
+
+
+class Target(Plugin):
+    """A kind of agent under test. Built once per run from its config mapping.
+
+    Stateless targets implement ``respond``; stateful ones override ``session``.
+    """
+
+    def __init__(self, config: dict[str, Any], base_dir: Path):
+        self.config = config
+        self.base_dir = base_dir
+
+    def problems(self) -> Iterable[tuple[str, str]]:
+        """Yield ``(field, message)`` for mistakes found before the run (a missing module)."""
+        return ()
+
+    async def respond(self, messages: list[Message], context: Context) -> Response:
+        raise NotImplementedError
+
+    def session(self, context: Context) -> Session:
+        return _StatelessSession(self, context)
+
+    async def aclose(self) -> None:
+        """Release what the target holds for the run (a connection pool)."""
+
+
+class _StatelessSession(Session):
+    def __init__(self, target: Target, context: Context):
+        self.target = target
+        self.context = context
+
+    async def send(self, messages: list[Message]) -> Response:
+        return await self.target.respond(messages, self.context)
+
+
+# -- sources ----------------------------------------------------------------------------------
+
+
+class Source(Plugin):
+    """Where cases come from. ``name`` is the prefix of ``-i name:spec`` (``agents``, ``scripts``).
+
+    ``load`` returns raw case mappings; the engine validates them like a suite file's.
+    """
+
+    generated: ClassVar[bool] = True  # cases it returns are data only (no hooks, scripts, files)
+
+    async def load(self, spec: str, info: RunInfo) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+# -- simulators -------------------------------------------------------------------------------
+
+
+@dataclass
+class SimulatorTurn:
+    """What a simulated user says next."""
+
+    message: str
+    goal_achieved: bool = False
+    reasoning: str | None = None
+
+
+@dataclass
+class SimulatorState:
+    """What a simulator knows when asked for the next user message."""
+
+    case: Case
+    conversation: list[Message]
+    turn: int
+    max_turns: int
+    reached: list[str]
+    pending: list[str]
+    context: Context
+    services: Any = None
+
+
+class Simulator(Plugin):
+    """A simulated user for dynamic cases; built once per case from the case's ``simulator``."""
+
+    def __init__(self, config: dict[str, Any], base_dir: Path):
+        self.config = config
+        self.base_dir = base_dir
+
+    async def next_turn(self, state: SimulatorState) -> SimulatorTurn:
+        raise NotImplementedError
+
+
+# -- reporters --------------------------------------------------------------------------------
+
+
+class Reporter(Plugin):
+    """Writes results somewhere. ``extensions`` pick it from the ``-o`` file name.
+
+    ``start`` and ``add`` are called as the run goes (stream if you can); ``finish`` gets the
+    summary and the path of the streamed JSONL results, which a whole-file reporter re-reads
+    so that no result need be kept in memory.
+    """
+
+    extensions: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, path: Path, options: dict[str, Any] | None = None):
+        self.path = path
+        self.options = options or {}
+
+    def start(self, info: RunInfo) -> None:
+        """The run begins."""
+
+    def add(self, result: Result) -> None:
+        """One result is final."""
+
+    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+        """The run ended (``summary['interrupted']`` when cut short)."""
+
+
+__all__ = [
+    "AssertionType",
+    "Check",
+    "Plugin",
+    "Reporter",
+    "Session",
+    "Simulator",
+    "SimulatorState",
+    "SimulatorTurn",
+    "Source",
+    "Suite",
+    "Target",
+    "Verdict",
+]

@@ -1,0 +1,427 @@
+"""Turn suite files (or generated case data) into validated ``Suite`` objects.
+
+Every problem in every file is collected, each with its file, line, column and field path,
+before anything runs; ``load`` raises one ``SuiteError`` listing them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import mimetypes
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+
+from .documents import SUITE_EXTENSIONS, Document, DocumentError, Record, parse
+from .errors import Problem, SuiteError
+from .model import (
+    MISSING,
+    Assertion,
+    Case,
+    Checkpoint,
+    Location,
+    Message,
+    Suite,
+    parse_duration,
+)
+from .registry import Registry
+from .schemas import compose, subschema
+
+RESERVED_NAMES = {"agent.yaml", "agent.yml", "specrun.yaml", "specrun.yml", "test-config.yaml"}
+SKIPPED_DIRS = {"fixtures", "node_modules", "__pycache__"}
+
+
+def pointer(path: Iterable[Any]) -> str:
+    """``["cases", 3, "assertions", 0, "value"]`` → ``cases[3].assertions[0].value``."""
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def display_path(path: Path) -> str:
+    """The path as the user would type it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def is_report(path: Path) -> bool:
+    """True for files specrun itself wrote (result streams, JSON reports): never suites."""
+    if path.name.startswith("output-") and path.suffix == ".jsonl":
+        return True
+    if path.suffix not in (".jsonl", ".json"):
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return b'"specrun_report"' in head or head.lstrip().startswith(b'{"type": "start"')
+
+
+def find_suite_files(root: Path) -> list[Path]:
+    """Suite files under a directory, recursively, in a stable order.
+
+    The rule: ``*.jsonl``, ``*.yaml``, ``*.yml`` and ``*.json`` files, except hidden files and
+    folders, ``fixtures``/``node_modules``/``__pycache__`` folders, agent and config files
+    (``agent.yaml``, ``specrun.yaml``, ``test-config.yaml``) and files specrun wrote itself.
+    """
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath, name)
+            if (
+                not name.startswith(".")
+                and path.suffix.lower() in SUITE_EXTENSIONS
+                and name not in RESERVED_NAMES
+                and not is_report(path)
+            ):
+                found.append(path)
+    return found
+
+
+def _did_you_mean(value: Any, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(value), list(options), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _describe(error: Any, schema: dict[str, Any], instance: Any) -> list[tuple[list[Any], str, bool]]:
+    """(path, message, at_key) for one jsonschema-rs error, worded for a person."""
+    path = list(error.instance_path)
+    kind = type(error.kind).__name__
+    if kind == "AdditionalProperties":
+        parent = subschema(schema, list(error.schema_path)[:-1])
+        allowed = sorted(parent.get("properties", {}))
+        return [
+            (path + [name], f"unknown field {name!r}{_did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})", True)
+            for name in error.kind.unexpected
+        ]
+    if kind == "Enum":
+        parent = subschema(schema, list(error.schema_path)[:-1])
+        label = parent.get("x-kind")
+        options = [str(o) for o in error.kind.options]
+        value = _value_at(instance, path)
+        if label:
+            message = f"unknown {label} {value!r}{_did_you_mean(value, options)} (known: {', '.join(options)})"
+        else:
+            message = f"{json.dumps(value)} is not one of: {', '.join(options)}"
+        return [(path, message, False)]
+    if kind == "Required":
+        name = error.message.split('"')[1] if '"' in error.message else error.message
+        return [(path, f"missing required field {name!r}", False)]
+    field = pointer(path) or "the document"
+    if kind == "Type":
+        parent = subschema(schema, list(error.schema_path)[:-1])
+        wanted = parent.get("x-expect") or " or ".join(_TYPE_NAMES.get(t, t) for t in _types(error.kind.types))
+        return [(path, f"{field} must be {wanted}, not {_json_type(_value_at(instance, path))}", False)]
+    return [(path, f"{field}: {error.message}", False)]
+
+
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "boolean": "a boolean",
+               "integer": "an integer", "number": "a number", "null": "null"}
+
+
+def _types(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else [str(v) for v in value]
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def _value_at(instance: Any, path: list[Any]) -> Any:
+    for step in path:
+        try:
+            instance = instance[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return instance
+
+
+class Loader:
+    """Validates suite data against the schema composed from ``registry`` and builds suites."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        self.schema = compose(registry)
+        self._suite = jsonschema_rs.Draft202012Validator(self.schema)
+        self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
+
+    # -- public --------------------------------------------------------------------------------
+
+    def load(self, paths: Iterable[Path]) -> list[Suite]:
+        """Load suite files (directories searched recursively); raise one ``SuiteError`` for all."""
+        suites, problems = [], []
+        for path in paths:
+            files = find_suite_files(path) if path.is_dir() else [path]
+            for file in files:
+                suite, found = self.load_file(file)
+                problems.extend(found)
+                if suite is not None:
+                    suites.append(suite)
+        if problems:
+            raise SuiteError(problems)
+        return suites
+
+    def load_file(self, path: Path) -> tuple[Suite | None, list[Problem]]:
+        """One suite file: the suite, or the problems in it."""
+        display = display_path(path)
+        try:
+            doc = parse(path, display)
+        except DocumentError as exc:
+            return None, [exc.problem]
+        return self._build(doc, Suite(path=path.resolve()), generated=False)
+
+    def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
+        """Cases produced by a source (a generator agent, a script); validated like a file's."""
+        records = [Record(c, i + 1, 1, segment=json.dumps(c, indent=1)) for i, c in enumerate(cases)]
+        doc = Document(base_dir / origin, origin, "data", None, records, None)
+        suite, problems = self._build(doc, Suite(path=base_dir / origin, name=origin), generated=generated)
+        if problems:
+            raise SuiteError(problems)
+        assert suite is not None
+        return suite
+
+    # -- validation ----------------------------------------------------------------------------
+
+    def _build(self, doc: Document, suite: Suite, generated: bool) -> tuple[Suite | None, list[Problem]]:
+        problems: list[Problem] = []
+        bad_cases: set[int] = set()
+
+        def report(record: Record, prefix: list[Any], path: list[Any], message: str, at_key: bool = False) -> None:
+            line, col = record.position(path, at_key)
+            problems.append(Problem(doc.display, line, col, message, pointer(prefix + path)))
+
+        if doc.top is not None:
+            offset = [doc.case_key] if doc.case_key else []
+            for error in self._suite.iter_errors(doc.top.data):
+                for path, message, at_key in _describe(error, self.schema, doc.top.data):
+                    n = len(offset)
+                    if len(path) > n and path[:n] == offset and isinstance(path[n], int) and path[n] < len(doc.cases):
+                        bad_cases.add(path[n])
+                        report(doc.cases[path[n]], ["cases", path[n]], path[n + 1 :], message, at_key)
+                    else:
+                        report(doc.top, [], path, message, at_key)
+            if problems and not doc.cases:
+                return None, problems
+        else:
+            for i, record in enumerate(doc.cases):
+                for error in self._case.iter_errors(record.data):
+                    bad_cases.add(i)
+                    for path, message, at_key in _describe(error, self.schema, record.data):
+                        report(record, ["cases", i], path, message, at_key)
+
+        defaults: dict[str, Any] = {}
+        if doc.top is not None and isinstance(doc.top.data, dict):
+            suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
+            suite.target = doc.top.data.get("target")
+            defaults = doc.top.data.get("defaults") or {}
+            if generated:
+                defaults = {}
+        seen: dict[str, int] = {}
+        for i, record in enumerate(doc.cases):
+            if i in bad_cases or not isinstance(record.data, dict):
+                continue
+            prefix = ["cases", i]
+            found = list(self._case_problems(record.data, suite.base_dir, generated))
+            case_id = record.data["id"]
+            if case_id in seen:
+                found.append((["id"], f"duplicate case id {case_id!r} (first at line {seen[case_id]})"))
+            else:
+                seen[case_id] = record.line
+            for path, message in found:
+                report(record, prefix, path, message)
+            if not found and not problems:
+                suite.cases.append(self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite))
+        return (None if problems else suite), problems
+
+    def _case_problems(self, case: dict[str, Any], base_dir: Path, generated: bool) -> Iterator[tuple[list[Any], str]]:
+        if "assertions" in case and "assert" in case:
+            yield ["assert"], "use either 'assertions' or its alias 'assert', not both"
+        if generated:
+            for key in ("before", "after", "target"):
+                if key in case:
+                    yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
+        for path, assertion in _assertions_of(case):
+            cls = self.registry.get("assertion", assertion["type"])
+            if generated and not cls.data_only:
+                yield path, f"generated case {case['id']!r} may not use a {assertion['type']!r} assertion (it runs code)"
+                continue
+            spec = _assertion(assertion)
+            for field, message in cls().problems(spec, base_dir):
+                yield path + [field], message
+        for path, part in _file_parts(case.get("input")):
+            if generated:
+                yield path, f"generated case {case['id']!r} may not attach files"
+            elif not resolve_file(part["source"], base_dir).is_file():
+                yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
+        yield from _checkpoint_problems(case.get("checkpoints") or [])
+
+    # -- building ------------------------------------------------------------------------------
+
+    def _case_from(self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite) -> Case:
+        base = suite.base_dir
+        location = Location(doc.display, record.line, record.column, pointer(["cases", index]))
+        raw_assertions = data.get("assertions", data.get("assert"))
+        if isinstance(raw_assertions, dict):
+            raw_assertions = [raw_assertions]
+        assertions = [_assertion(a) for a in raw_assertions or []]
+        expected = data.get("expected", MISSING)
+        if not assertions and expected is not MISSING and "checkpoints" not in data:
+            assertions = [Assertion("equals", {"value": expected})]
+        checkpoints = [
+            Checkpoint(
+                id=c["id"],
+                assertion=_assertion(c["assertion"]),
+                description=c.get("description"),
+                after=list(c.get("after") or []),
+                required=c.get("required", True),
+            )
+            for c in data.get("checkpoints") or []
+        ]
+        timeout = data.get("timeout")
+        return Case(
+            id=data["id"],
+            location=location,
+            input=to_messages(data.get("input"), base),
+            name=data.get("name"),
+            expected=expected,
+            assertions=assertions,
+            options=data.get("options") or {},
+            before=data.get("before"),
+            after=data.get("after"),
+            user=data.get("user"),
+            team=data.get("team"),
+            locale=data.get("locale"),
+            metadata=data.get("metadata") or {},
+            skip=data.get("skip", False),
+            timeout=parse_duration(timeout) if timeout is not None else None,
+            tags=list(data.get("tags") or []),
+            min_pass_rate=data.get("min_pass_rate"),
+            simulator=data.get("simulator"),
+            checkpoints=checkpoints,
+            max_turns=data.get("max_turns"),
+            suite=suite,
+            raw=data,
+        )
+
+
+def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    """A case with the suite's ``defaults`` under it: the case wins; assertions add up;
+    ``metadata`` and ``options`` merge one level deep."""
+    if not defaults:
+        return case
+    merged = {**defaults, **case}
+    for key in ("metadata", "options"):
+        if key in defaults and key in case:
+            merged[key] = {**defaults[key], **case[key]}
+    inherited = defaults.get("assertions", defaults.get("assert"))
+    if inherited:
+        own = case.get("assertions", case.get("assert")) or []
+        as_list = lambda v: [v] if isinstance(v, dict) else list(v)  # noqa: E731
+        merged.pop("assert", None)
+        merged["assertions"] = as_list(inherited) + as_list(own)
+    return merged
+
+
+def _assertion(data: dict[str, Any]) -> Assertion:
+    params = {k: v for k, v in data.items() if k not in ("type", "negate", "message")}
+    return Assertion(data["type"], params, bool(data.get("negate", False)), data.get("message"))
+
+
+def _assertions_of(case: dict[str, Any]) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    for key in ("assertions", "assert"):
+        value = case.get(key)
+        if isinstance(value, dict):
+            yield [key], value
+        elif isinstance(value, list):
+            for i, a in enumerate(value):
+                yield [key, i], a
+    for i, c in enumerate(case.get("checkpoints") or []):
+        yield ["checkpoints", i, "assertion"], c["assertion"]
+
+
+def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
+    ids: dict[str, int] = {}
+    for i, c in enumerate(checkpoints):
+        if c["id"] in ids:
+            yield ["checkpoints", i, "id"], f"duplicate checkpoint id {c['id']!r}"
+        ids.setdefault(c["id"], i)
+    for i, c in enumerate(checkpoints):
+        for j, dep in enumerate(c.get("after") or []):
+            if dep not in ids:
+                yield (
+                    ["checkpoints", i, "after", j],
+                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{_did_you_mean(dep, ids)}"
+                    f" (known: {', '.join(ids)})",
+                )
+    graph = {c["id"]: [d for d in c.get("after") or [] if d in ids] for c in checkpoints}
+    reported: set[str] = set()
+    for start in graph:
+        cycle = _find_cycle(graph, start)
+        if cycle and not reported & set(cycle):
+            reported.update(cycle)
+            yield ["checkpoints", ids[start], "after"], f"checkpoints form a cycle: {' → '.join([*cycle, cycle[0]])}"
+
+
+def _find_cycle(graph: dict[str, list[str]], start: str) -> list[str] | None:
+    stack = [(start, [start])]
+    while stack:
+        node, trail = stack.pop()
+        for dep in graph[node]:
+            if dep == start:
+                return trail
+            if dep not in trail:
+                stack.append((dep, [*trail, dep]))
+    return None
+
+
+def resolve_file(source: str, base_dir: Path) -> Path:
+    """A ``file://`` source as a path; relative ones are relative to the suite file's folder."""
+    path = source[len("file://") :]
+    return Path(path) if os.path.isabs(path) else (base_dir / path).resolve()
+
+
+def _file_parts(value: Any) -> Iterator[tuple[list[Any], dict[str, Any]]]:
+    messages = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    prefix_of = (lambda i: ["input", i]) if isinstance(value, list) else (lambda i: ["input"])
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and str(part.get("source", "")).startswith("file://"):
+                    yield [*prefix_of(i), "content", j, "source"], part
+
+
+def to_messages(value: Any, base_dir: Path) -> list[Message]:
+    """A case's ``input`` (text, a message or a history) as messages, ``file://`` parts resolved."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message("user", value)]
+    items = value if isinstance(value, list) else [value]
+    messages = []
+    for item in items:
+        content = item["content"]
+        if isinstance(content, list):
+            parts = []
+            for part in content:
+                part = dict(part)
+                source = str(part.get("source", ""))
+                if source.startswith("file://"):
+                    path = resolve_file(source, base_dir)
+                    part["path"] = str(path)
+                    part["mime"] = part.get("mime") or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+                parts.append(part)
+            content = parts
+        messages.append(Message(item["role"], content))
+    return messages

@@ -1,0 +1,437 @@
+"""The data that moves through a run: suites and cases in, responses and results out."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+Status = Literal["passed", "failed", "error", "skipped"]
+
+DEFAULT_USER = "test-user"
+DEFAULT_TEAM = "test-team"
+DEFAULT_LOCALE = "en-us"
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_TURNS = 20
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(value: str | float | int) -> float:
+    """Seconds from ``90``, ``"30s"``, ``"500ms"``, ``"2m"``, ``"1h"`` or ``"1m30s"``."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {value!r} (use e.g. 30s, 500ms, 2m, 1m30s)")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """``1.2s``, ``350ms``, ``2.5m``: short and human."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 60:.1f}m"
+
+
+@dataclass
+class Message:
+    """One chat message; ``content`` is text or a list of content parts (text/image/audio/file)."""
+
+    role: str
+    content: str | list[dict[str, Any]]
+
+    @property
+    def text(self) -> str:
+        """The text of the message, its text parts joined."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+    @property
+    def attachments(self) -> list[dict[str, Any]]:
+        """Non-text content parts (each resolved ``file://`` part carries ``path`` and ``mime``)."""
+        if isinstance(self.content, str):
+            return []
+        return [p for p in self.content if p.get("type") != "text"]
+
+    def to_dict(self) -> dict[str, Any]:
+        if isinstance(self.content, str):
+            return {"role": self.role, "content": self.content}
+        parts = [{k: v for k, v in p.items() if k not in ("path", "mime")} for p in self.content]
+        return {"role": self.role, "content": parts}
+
+
+@dataclass
+class ToolCall:
+    """A tool the agent called: its name, arguments and (when known) result."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.result is not None:
+            data["result"] = self.result
+        return data
+
+
+@dataclass
+class Usage:
+    """Tokens and cost (USD) spent; ``cost`` is None when the backend did not say."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, other: Usage | None) -> None:
+        if other is None:
+            return
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.total_tokens += other.total_tokens
+        if other.cost is not None:
+            self.cost = (self.cost or 0.0) + other.cost
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": self.cost,
+        }
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+"""Marks a value that is absent, as opposed to JSON ``null``."""
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """JSON from the whole text, a fenced code block, or the first object/array in prose.
+
+    Returns ``MISSING`` when there is none.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return MISSING
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            return json.loads(block)
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        return value
+    return MISSING
+
+
+@dataclass
+class Response:
+    """What the agent answered: the one model every assertion and report reads.
+
+    ``content`` is text, or structured output (a dict or list) when the agent returned one.
+    """
+
+    content: Any = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    latency_ms: float | None = None
+    raw: Any = None
+
+    @cached_property
+    def text(self) -> str:
+        """The output as text; structured output as its JSON text."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, ensure_ascii=False)
+
+    @cached_property
+    def json(self) -> Any:
+        """Structured output, or JSON found in the text; ``MISSING`` when there is none."""
+        if self.content is not None and not isinstance(self.content, str):
+            return self.content
+        return extract_json(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"output": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [t.to_dict() for t in self.tool_calls]
+        if self.usage is not None:
+            data["usage"] = self.usage.to_dict()
+        return data
+
+
+def as_response(value: Any) -> Response:
+    """Coerce what a target returned (a str, dict, list, or Response) into a ``Response``."""
+    if isinstance(value, Response):
+        return value
+    if value is None or isinstance(value, str | dict | list | int | float | bool):
+        return Response(content=value)
+    raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
+
+
+@dataclass
+class Location:
+    """Where a node of a suite file is: file, 1-based line and column, and its field path."""
+
+    file: str
+    line: int = 1
+    column: int = 1
+    pointer: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Assertion:
+    """One assertion: its type, the type's own parameters, and the envelope fields."""
+
+    type: str
+    params: dict[str, Any] = field(default_factory=dict)
+    negate: bool = False
+    message: str | None = None
+    location: Location | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, **self.params}
+        if self.negate:
+            data["negate"] = True
+        if self.message:
+            data["message"] = self.message
+        return data
+
+
+@dataclass
+class Checkpoint:
+    """A dynamic-mode milestone: reached when its assertion passes after its ``after`` ones."""
+
+    id: str
+    assertion: Assertion
+    description: str | None = None
+    after: list[str] = field(default_factory=list)
+    required: bool = True
+
+
+@dataclass
+class Case:
+    """One test case, fully resolved (suite defaults merged, files read)."""
+
+    id: str
+    location: Location
+    input: list[Message] = field(default_factory=list)
+    name: str | None = None
+    expected: Any = MISSING
+    assertions: list[Assertion] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    before: str | None = None
+    after: str | None = None
+    user: str | None = None
+    team: str | None = None
+    locale: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: bool | str = False
+    timeout: float | None = None
+    tags: list[str] = field(default_factory=list)
+    min_pass_rate: float | None = None
+    simulator: dict[str, Any] | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    max_turns: int | None = None
+    suite: Suite | None = field(default=None, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def dynamic(self) -> bool:
+        """True for a simulator-driven case."""
+        return self.simulator is not None or bool(self.checkpoints)
+
+    @property
+    def title(self) -> str:
+        """The name when given, else a preview of the last input message."""
+        if self.name:
+            return self.name
+        return self.input[-1].text if self.input else ""
+
+
+@dataclass
+class Suite:
+    """A file (or generated batch) of cases, with its default target."""
+
+    path: Path
+    cases: list[Case] = field(default_factory=list)
+    name: str | None = None
+    target: str | dict[str, Any] | None = None
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class Context:
+    """What a target, hook or assertion knows of the case it serves."""
+
+    case_id: str
+    user: str = DEFAULT_USER
+    team: str = DEFAULT_TEAM
+    locale: str = DEFAULT_LOCALE
+    metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    run: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "user": self.user,
+            "team": self.team,
+            "locale": self.locale,
+            "metadata": self.metadata,
+            "options": self.options,
+            "run": self.run,
+            **self.extra,
+        }
+
+
+@dataclass
+class AssertionResult:
+    """The verdict of one assertion; ``error`` when no verdict could be reached."""
+
+    type: str
+    status: Status
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "status": self.status}
+        if self.message:
+            data["message"] = self.message
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.actual is not None:
+            data["actual"] = self.actual
+        if self.score is not None:
+            data["score"] = self.score
+        if self.details:
+            data["details"] = self.details
+        return data
+
+
+@dataclass
+class Result:
+    """The outcome of one run of one case."""
+
+    case: Case = field(repr=False)
+    status: Status
+    duration_ms: float = 0.0
+    run: int = 1
+    response: Response | None = None
+    error: str | None = None
+    assertions: list[AssertionResult] = field(default_factory=list)
+    turns: list[dict[str, Any]] | None = None
+    checkpoints: list[dict[str, Any]] | None = None
+    usage: Usage | None = None
+    context: Context | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""
+        case = self.case
+        data: dict[str, Any] = {"type": "result", "id": case.id}
+        if case.name:
+            data["name"] = case.name
+        data.update(status=self.status, run=self.run, duration_ms=round(self.duration_ms, 1))
+        data["input"] = [m.to_dict() for m in case.input] if case.input else None
+        if case.expected is not MISSING:
+            data["expected"] = case.expected
+        data["output"] = self.response.content if self.response else None
+        if self.response and self.response.tool_calls:
+            data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
+        data["error"] = self.error
+        data["assertions"] = [a.to_dict() for a in self.assertions]
+        if self.turns is not None:
+            data["turns"] = self.turns
+            data["checkpoints"] = self.checkpoints or []
+            data["total_turns"] = len(self.turns)
+        if self.usage is not None:
+            data["usage"] = self.usage.to_dict()
+        if case.tags:
+            data["tags"] = case.tags
+        if case.min_pass_rate is not None:
+            data["min_pass_rate"] = case.min_pass_rate
+        data["file"] = case.location.file
+        data["line"] = case.location.line
+        return data
+
+
+@dataclass
+class RunInfo:
+    """What a run is: shown in the console header and written as the report's metadata."""
+
+    agent_id: str | None = None
+    target: str | None = None
+    connector: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    total_cases: int = 0
+    runs: int = 1
+    parallel: int = 1
+    timeout: float = DEFAULT_TIMEOUT
+    user: str = DEFAULT_USER
+    team: str = DEFAULT_TEAM
+    locale: str = DEFAULT_LOCALE
+    simulator: str | None = None
+    started_at: str = ""
+    project_root: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent_id": self.agent_id,
+            "target": self.target,
+            "connector": self.connector,
+            "inputs": self.inputs,
+            "total_cases": self.total_cases,
+            "runs": self.runs,
+            "parallel": self.parallel,
+            "timeout_s": self.timeout,
+            "environment": {"user_id": self.user, "team_id": self.team, "locale": self.locale},
+            "started_at": self.started_at,
+        }

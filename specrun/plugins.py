@@ -1,0 +1,149 @@
+"""Build the plugin manager from the ``specrun`` entry-point group, and the registry from it."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import pkgutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginError
+from .registry import Registry
+
+ENTRY_POINT_GROUP = "specrun"
+DISABLE_ENV = "SPECRUN_DISABLE_PLUGINS"
+
+_TYPE_HOOKS = {
+    "assertion": "register_assertion_types",
+    "target": "register_targets",
+    "source": "register_sources",
+    "simulator": "register_simulators",
+    "reporter": "register_reporters",
+}
+
+
+@dataclass
+class PluginInfo:
+    """An installed plugin: its entry-point name, distribution and the types it adds."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    types: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Plugins:
+    """The plugin manager, the registry it filled and what each plugin added."""
+
+    manager: pluggy.PluginManager
+    registry: Registry
+    infos: list[PluginInfo]
+
+    @property
+    def hook(self) -> Any:
+        return self.manager.hook
+
+
+def blocked_names() -> set[str]:
+    """Plugin names listed in ``SPECRUN_DISABLE_PLUGINS`` (comma separated)."""
+    return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+
+
+def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = True) -> Plugins:
+    """Load every plugin of the ``specrun`` entry-point group (less blocked ones), plus ``extra``.
+
+    A plugin that fails to import, a misspelt hook, or a type name claimed twice is a
+    ``PluginError`` naming the plugin and its distribution.
+    """
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    blocked = blocked_names()
+    infos: list[PluginInfo] = []
+    if use_entry_points:
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist else None
+            if ep.name in blocked or (dist and dist in blocked):
+                pm.set_blocked(ep.name)
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {ep.name!r} from distribution {dist or '?'} failed to import: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            pm.register(module, name=ep.name)
+            infos.append(PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None))
+    for plugin in extra or []:
+        name = getattr(plugin, "__name__", None) or type(plugin).__name__
+        pm.register(plugin, name=name)
+        infos.append(PluginInfo(name))
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {exc.plugin_name!r}: {exc}") from exc
+    registry = Registry()
+    by_name = {info.name: info for info in infos}
+    for kind, hook_name in _TYPE_HOOKS.items():
+        for impl in getattr(pm.hook, hook_name).get_hookimpls():
+            info = by_name.get(impl.plugin_name) or PluginInfo(impl.plugin_name)
+
+            def register(cls: Any, _kind: str = kind, _info: PluginInfo = info) -> None:
+                registry.register(_kind, cls, _info.name, _info.distribution)
+                _info.types.setdefault(_kind, []).append(cls.name)
+
+            try:
+                impl.function(register=register)
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {info.name!r}{f' ({info.distribution})' if info.distribution else ''} "
+                    f"failed in {hook_name}: {type(exc).__name__}: {exc}"
+                ) from exc
+    return Plugins(pm, registry, infos)
+
+
+@functools.cache
+def default_plugins() -> Plugins:
+    """The process-wide plugins, from the installed entry points."""
+    return get_plugin_manager()
+
+
+def discover(package: str, base: type) -> Iterator[type]:
+    """Yield the ``base`` subclasses defined in each submodule of ``package``.
+
+    First-party families use it so that a new module in a family needs no new entry point.
+    """
+    root: ModuleType = importlib.import_module(package)
+    for info in pkgutil.iter_modules(root.__path__, prefix=f"{package}."):
+        if info.name.rsplit(".", 1)[-1].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, base)
+                and value.__module__ == module.__name__
+                and "name" in vars(value)
+            ):
+                yield value
+
+
+def registrar(package: str, base: type) -> Callable[[Callable[[type], None]], None]:
+    """A ``register_*`` hook body that registers every ``base`` subclass found in ``package``."""
+
+    def register_all(register: Callable[[type], None]) -> None:
+        for cls in discover(package, base):
+            register(cls)
+
+    return register_all

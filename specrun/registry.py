@@ -1,0 +1,78 @@
+"""One typed registry per kind of plugin, remembering which plugin added each type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import PluginError, UsageError
+from .kinds import AssertionType, Plugin, Reporter, Simulator, Source, Target
+
+KINDS: dict[str, type[Plugin]] = {
+    "assertion": AssertionType,
+    "target": Target,
+    "source": Source,
+    "simulator": Simulator,
+    "reporter": Reporter,
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered type and its provenance."""
+
+    cls: Any
+    plugin: str
+    distribution: str | None = None
+
+
+@dataclass
+class Registry:
+    """The installed types of each kind, by name."""
+
+    types: dict[str, dict[str, Entry]] = field(default_factory=lambda: {k: {} for k in KINDS})
+
+    def register(self, kind: str, cls: Any, plugin: str, distribution: str | None = None) -> None:
+        base = KINDS[kind]
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise PluginError(f"plugin {plugin!r} registered {cls!r} as a {kind}, which is not a {base.__name__} subclass")
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"plugin {plugin!r}: {kind} class {cls.__name__} has no name")
+        table = self.types[kind]
+        if name in table and table[name].cls is not cls:
+            other = table[name]
+            raise PluginError(
+                f"{kind} type {name!r} is registered twice: by plugin {other.plugin!r}"
+                f"{_dist(other.distribution)} and by plugin {plugin!r}{_dist(distribution)}"
+            )
+        table[name] = Entry(cls, plugin, distribution)
+
+    def get(self, kind: str, name: str) -> Any:
+        """The class registered as ``name``; a usage error listing the known names otherwise."""
+        try:
+            return self.types[kind][name].cls
+        except KeyError:
+            raise UsageError(f"unknown {kind} type {name!r} (known: {', '.join(self.names(kind))})") from None
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.types[kind])
+
+    def classes(self, kind: str) -> dict[str, Any]:
+        return {name: entry.cls for name, entry in sorted(self.types[kind].items())}
+
+    def reporter_for(self, path: str) -> Any:
+        """The reporter class whose extension ends ``path`` (longest extension wins)."""
+        best: tuple[int, Any] | None = None
+        for entry in self.types["reporter"].values():
+            for ext in entry.cls.extensions:
+                if path.lower().endswith(ext) and (best is None or len(ext) > best[0]):
+                    best = (len(ext), entry.cls)
+        if best is None:
+            known = sorted(e for entry in self.types["reporter"].values() for e in entry.cls.extensions)
+            raise UsageError(f"no reporter writes {path!r} (known extensions: {', '.join(known)})")
+        return best[1]
+
+
+def _dist(distribution: str | None) -> str:
+    return f" (distribution {distribution})" if distribution else ""
