@@ -1,0 +1,167 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 with scripted replies.
+
+Model-backed features are tested for real over HTTP against it (through litellm or aiohttp),
+never by monkeypatching. It runs in a background thread, so sync tests, async tests and
+``specrun`` subprocesses can all use it::
+
+    with LLMServer() as server:
+        server.script({"content": '{"passed": true, "score": 1, "reason": "ok"}'})
+        server.script({"status": 429, "headers": {"retry-after": "0"}})
+        ... use server.base_url ("http://127.0.0.1:PORT/v1") ...
+        server.requests  # every JSON body received
+
+A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments}]), ``status`` and
+``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
+``hang`` (never reply), ``drop`` (close the connection), ``usage`` (token counts). Scripted
+behaviours are used in order; then ``responder(body)`` decides, else the reply echoes the last
+user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content)
+    return ""
+
+
+class LLMServer:
+    """OpenAI-compatible loopback server; see the module docstring."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None, delay: float = 0.0):
+        self.responder = responder
+        self.delay = delay
+        self.requests: list[dict[str, Any]] = []
+        self._script: deque[dict[str, Any]] = deque()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *behaviours: dict[str, Any]) -> None:
+        with self._lock:
+            self._script.extend(behaviours)
+
+    def _next(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            if self._script:
+                return self._script.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        return {"content": f"echo: {_last_user_text(body)}"}
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
+        behaviour = self._next(body)
+        delay = behaviour.get("delay", self.delay)
+        if behaviour.get("hang"):
+            await asyncio.sleep(3600)
+        if delay:
+            await asyncio.sleep(delay)
+        if behaviour.get("drop"):
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response()
+        status = behaviour.get("status", 200)
+        headers = behaviour.get("headers", {})
+        if "body" in behaviour:
+            return web.Response(text=behaviour["body"], status=status, headers=headers, content_type="application/json")
+        if status != 200:
+            error = {"error": {"message": f"scripted {status}", "type": "scripted", "code": status}}
+            return web.json_response(error, status=status, headers=headers)
+        message: dict[str, Any] = {"role": "assistant", "content": behaviour.get("content")}
+        if behaviour.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": t["name"], "arguments": json.dumps(t.get("arguments", {}))},
+                }
+                for i, t in enumerate(behaviour["tool_calls"])
+            ]
+        usage = behaviour.get("usage", {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+        reply = {
+            "id": f"chatcmpl-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "mock"),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+            ],
+            "usage": usage,
+        }
+        return web.json_response(reply, headers=headers)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        app = web.Application()
+        for prefix in ("/v1", ""):
+            app.router.add_post(f"{prefix}/chat/completions", self._chat)
+            app.router.add_get(f"{prefix}/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(self._runner.cleanup())
+        loop.close()
+
+    def start(self) -> LLMServer:
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="llm-server")
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":  # serve forever, for manual runs and benchmarks
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    server = LLMServer(delay=args.delay).start()
+    print(server.base_url, flush=True)
+    threading.Event().wait()
