@@ -1,21 +1,20 @@
 """Resolve ``module.func`` / ``module:func`` references to Python callables next to a suite or agent.
 
 Suites are trusted like test code: a reference names a module in one of the search folders
-(the suite's, then the agent's), imported under a private name so that two folders may each
-have their own ``env_test.py``.
+(the suite's, then the agent's), imported under its own name with its folder on ``sys.path``,
+as pytest does: two different files with the same module name are a clear error, not a
+silent mix-up.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-
-_loaded: dict[Path, Any] = {}
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -40,25 +39,24 @@ def find_module(module: str, search: Iterable[Path]) -> Path | None:
     return None
 
 
-def _import_file(path: Path) -> Any:
-    if path in _loaded:
-        return _loaded[path]
-    name = f"_specrun_user_{abs(hash(path))}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    parent = str(path.parent)
-    added = parent not in sys.path
-    if added:  # let the module import its siblings
-        sys.path.insert(0, parent)
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    _loaded[path] = module
-    return module
+def _import_file(path: Path, module_name: str) -> Any:
+    """Import ``path`` as ``module_name`` with its root folder on ``sys.path`` (pytest's
+    "prepend" mode), so that the module and its siblings share one instance of each import."""
+    existing = sys.modules.get(module_name)
+    if existing is not None:
+        loaded = getattr(existing, "__file__", None)
+        if loaded and Path(loaded).resolve() == path:
+            return existing
+        raise UsageError(
+            f"module {module_name!r} at {path} clashes with {loaded or 'a module'} imported earlier "
+            "under the same name; give one of them a unique name"
+        )
+    root = path.parent
+    for _ in range(module_name.count(".") + (path.name == "__init__.py")):
+        root = root.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return importlib.import_module(module_name)
 
 
 def load_callable(ref: str, search: Iterable[Path]) -> Callable[..., Any]:
@@ -71,7 +69,7 @@ def load_callable(ref: str, search: Iterable[Path]) -> Callable[..., Any]:
     path = find_module(module_name, folders)
     try:
         if path is not None:
-            module = _import_file(path)
+            module = _import_file(path, module_name)
         else:
             try:
                 module = importlib.import_module(module_name)

@@ -21,6 +21,7 @@ class Plugin:
     name: ClassVar[str]
     description: ClassVar[str] = ""
     params_schema: ClassVar[dict[str, Any]] = {"properties": {}}
+    needs_model: ClassVar[bool] = False  # True when it calls a model: the run then preloads litellm
 
 
 # -- assertions -------------------------------------------------------------------------------
@@ -119,15 +120,33 @@ class _StatelessSession(Session):
 # -- sources ----------------------------------------------------------------------------------
 
 
-class Source(Plugin):
-    """Where cases come from. ``name`` is the prefix of ``-i name:spec`` (``agents``, ``scripts``).
+@dataclass
+class SourceContext:
+    """What a source may use: the loader (validates case data), the project, and model services."""
 
-    ``load`` returns raw case mappings; the engine validates them like a suite file's.
+    loader: Any
+    project: Any
+    services: Any = None
+    target_agent: str | None = None
+
+
+class Source(Plugin):
+    """Where cases come from.
+
+    ``-i NAME:spec`` goes to the source called ``NAME``; a spec with no known prefix goes to
+    the first source (by ascending ``priority``) whose ``claims(spec)`` is true. ``load``
+    returns suites, validated through ``context.loader`` (``load_data(..., generated=True)``
+    for model-made cases, which are data only).
     """
 
-    generated: ClassVar[bool] = True  # cases it returns are data only (no hooks, scripts, files)
+    priority: ClassVar[int] = 100
 
-    async def load(self, spec: str, info: RunInfo) -> list[dict[str, Any]]:
+    @classmethod
+    def claims(cls, spec: str) -> bool:
+        """True when this source takes a spec that has no ``name:`` prefix."""
+        return False
+
+    async def load(self, spec: str, context: SourceContext) -> list[Suite]:
         raise NotImplementedError
 
 
@@ -205,6 +224,7 @@ __all__ = [
     "SimulatorState",
     "SimulatorTurn",
     "Source",
+    "SourceContext",
     "Suite",
     "Target",
     "Verdict",

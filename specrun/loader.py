@@ -425,3 +425,22 @@ def to_messages(value: Any, base_dir: Path) -> list[Message]:
             content = parts
         messages.append(Message(item["role"], content))
     return messages
+
+
+def load_mapping_file(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
+    """An agent or config file, validated against ``schema``; a ``SuiteError`` lists every mistake."""
+    from .documents import load_mapping
+
+    display = display_path(path)
+    try:
+        data, record = load_mapping(path, display)
+    except DocumentError as exc:
+        raise SuiteError([exc.problem]) from None
+    problems = []
+    for error in jsonschema_rs.Draft202012Validator(schema).iter_errors(data):
+        for where, message, at_key in _describe(error, schema, data):
+            line, col = record.position(where, at_key)
+            problems.append(Problem(display, line, col, message, pointer(where)))
+    if problems:
+        raise SuiteError(problems)
+    return data

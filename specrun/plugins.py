@@ -78,8 +78,7 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
                 module = ep.load()
             except Exception as exc:
                 raise PluginError(
-                    f"plugin {ep.name!r} from distribution {dist or '?'} failed to import: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"plugin {ep.name!r} from distribution {dist or '?'} failed to import: {type(exc).__name__}: {exc}"
                 ) from exc
             pm.register(module, name=ep.name)
             infos.append(PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None))

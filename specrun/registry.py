@@ -35,7 +35,9 @@ class Registry:
     def register(self, kind: str, cls: Any, plugin: str, distribution: str | None = None) -> None:
         base = KINDS[kind]
         if not (isinstance(cls, type) and issubclass(cls, base)):
-            raise PluginError(f"plugin {plugin!r} registered {cls!r} as a {kind}, which is not a {base.__name__} subclass")
+            raise PluginError(
+                f"plugin {plugin!r} registered {cls!r} as a {kind}, which is not a {base.__name__} subclass"
+            )
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name:
             raise PluginError(f"plugin {plugin!r}: {kind} class {cls.__name__} has no name")

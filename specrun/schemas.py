@@ -52,6 +52,7 @@ def _typed_slot(label: str, classes: dict[str, Any], envelope: dict[str, Any]) -
 def compose(registry: Registry) -> dict[str, Any]:
     """The suite schema with its assertion, target and simulator slots filled from ``registry``."""
     schema = copy.deepcopy(shipped("suite"))
+    schema["else"]["x-expect"] = "a list of cases or a mapping with 'cases'"
     defs = schema["$defs"]
     fields = defs.pop("case_fields")
     defs["case"]["properties"] = fields

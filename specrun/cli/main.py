@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"specrun: {exc}" if not str(exc).startswith(("/", ".")) and "\n" not in str(exc) else str(exc), err=True)
+        click.echo(
+            f"specrun: {exc}" if not str(exc).startswith(("/", ".")) and "\n" not in str(exc) else str(exc), err=True
+        )
         code = exc.exit_code
     except KeyboardInterrupt:
         click.echo("specrun: interrupted", err=True)

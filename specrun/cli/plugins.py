@@ -14,9 +14,7 @@ def command(as_json: bool) -> None:
     from ..plugins import blocked_names, default_plugins
 
     infos = default_plugins().infos
-    rows = [
-        {"name": i.name, "distribution": i.distribution, "version": i.version, "types": i.types} for i in infos
-    ]
+    rows = [{"name": i.name, "distribution": i.distribution, "version": i.version, "types": i.types} for i in infos]
     if as_json:
         click.echo(json.dumps({"plugins": rows, "blocked": sorted(blocked_names())}, indent=2))
         return

@@ -8,8 +8,13 @@ import click
 
 
 @click.command("schema")
-@click.option("--kind", type=click.Choice(["suite", "agent", "config"]), default="suite", show_default=True,
-              help="Which file's schema to print.")
+@click.option(
+    "--kind",
+    type=click.Choice(["suite", "agent", "config"]),
+    default="suite",
+    show_default=True,
+    help="Which file's schema to print.",
+)
 def command(kind: str) -> None:
     """Print the JSON Schema of suite files (or agent/config files) for what is installed.
 
@@ -19,5 +24,7 @@ def command(kind: str) -> None:
     from ..schemas import agent_schema, compose, config_schema
 
     registry = default_plugins().registry
-    schema = {"suite": lambda: compose(registry), "agent": lambda: agent_schema(registry), "config": config_schema}[kind]()
+    schema = {"suite": lambda: compose(registry), "agent": lambda: agent_schema(registry), "config": config_schema}[
+        kind
+    ]()
     click.echo(json.dumps(schema, indent=2, ensure_ascii=False))

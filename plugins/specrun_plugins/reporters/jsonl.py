@@ -1,0 +1,41 @@
+"""The JSONL result stream: a ``start`` line, one ``result`` line per case as it completes, a ``summary``.
+
+Each line is flushed when written, so a killed run keeps every result it had.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+from specrun.kinds import Reporter
+from specrun.model import Result, RunInfo
+
+
+class JsonlReporter(Reporter):
+    name = "jsonl"
+    description = "Streams results as JSON lines (the default output)."
+    extensions = (".jsonl",)
+
+    def __init__(self, path: Path, options: dict[str, Any] | None = None):
+        super().__init__(path, options)
+        self._file: IO[str] | None = None
+
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._file is not None
+        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()
+
+    def start(self, info: RunInfo) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("w", encoding="utf-8")
+        self._write({"type": "start", "specrun_report": "jsonl", **info.to_dict()})
+
+    def add(self, result: Result) -> None:
+        self._write(result.to_dict())
+
+    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+        self._write(summary)
+        assert self._file is not None
+        self._file.close()

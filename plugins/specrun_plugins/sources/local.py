@@ -1,0 +1,38 @@
+"""Sources that need no model: suite files and folders, and a direct message.
+
+Implements the ``file`` source (``-i path``, ``-i file:path``; any existing path) and the
+``message`` source (``-i "hello"``; whatever no other source claims).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specrun.kinds import Source, SourceContext, Suite
+
+
+class FileSource(Source):
+    name = "file"
+    description = "A suite file, or a folder searched recursively for suite files."
+    priority = 10
+
+    @classmethod
+    def claims(cls, spec: str) -> bool:
+        return Path(spec).exists()
+
+    async def load(self, spec: str, context: SourceContext) -> list[Suite]:
+        return context.loader.load([Path(spec)])
+
+
+class MessageSource(Source):
+    name = "message"
+    description = "One message sent to the agent as a single case (direct-message mode)."
+    priority = 1000
+
+    @classmethod
+    def claims(cls, spec: str) -> bool:
+        return True
+
+    async def load(self, spec: str, context: SourceContext) -> list[Suite]:
+        case = {"id": "message", "input": spec}
+        return [context.loader.load_data([case], "<message>", Path.cwd(), generated=False)]

@@ -1,0 +1,215 @@
+"""``specrun run`` (the default command): run suites against their agents."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("run")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "-i", "--input", "inputs", multiple=True, help="A suite file or folder, agents:ID, scripts:mod.func, or a message."
+)
+@click.option("-n", "--name", help="The agent under test: an agent id, python:module:function, or a URL.")
+@click.option(
+    "-o", "--output", "outputs", multiple=True, help="Write results here; the extension picks the format. Repeatable."
+)
+@click.option("-c", "--connector", help="Override the model of model-backed targets.")
+@click.option("-u", "--user", help="User id for every case (default: the case's, else test-user).")
+@click.option("-t", "--team", help="Team id for every case (default: the case's, else test-team).")
+@click.option("--locale", help="Locale for every case (default: the case's, else en-us).")
+@click.option(
+    "--ctx",
+    "ctx_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON/YAML file merged into every case's context.",
+)
+@click.option("--timeout", help="Per-case timeout, e.g. 30s, 2m (default 2m; a case's own timeout wins).")
+@click.option("--parallel", type=click.IntRange(min=1), default=None, help="Cases run at once (default 1).")
+@click.option(
+    "--runs", type=click.IntRange(min=1), default=1, show_default=True, help="Run every case N times (stability)."
+)
+@click.option(
+    "--min-pass-rate", type=click.FloatRange(0, 100), help="With --runs: a case passes when this % of its runs pass."
+)
+@click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
+@click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
+@click.option("--simulator", help="Default simulator agent id for dynamic cases.")
+@click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
+@click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
+def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
+    """Run suites: every case against its agent, with a verdict a CI job can trust.
+
+    Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
+    3 specrun itself failed, 130/143 interrupted.
+    """
+    import asyncio
+
+    from ..errors import UsageError
+
+    specs = [*paths, *inputs]
+    if not specs:
+        raise UsageError("nothing to run: give suite files or folders (e.g. specrun suites/), or -i")
+    code = asyncio.run(_run(specs, flags))
+    raise click.exceptions.Exit(code)
+
+
+async def _run(specs: list[str], flags: dict[str, Any]) -> int:
+    from ..errors import UsageError
+    from ..kinds import SourceContext
+    from ..loader import Loader
+    from ..model import DEFAULT_TIMEOUT, RunInfo, parse_duration
+    from ..plan import build_plan, load_inputs
+    from ..plugins import default_plugins
+    from ..project import Project
+    from ..runner import Runner, RunOptions
+
+    plugins = default_plugins()
+    registry = plugins.registry
+    first = next((Path(s) for s in specs if Path(s).exists()), Path.cwd())
+    project = Project.discover(first, registry)
+    config = project.config
+    try:
+        timeout = parse_duration(flags["timeout"] or config.get("timeout") or DEFAULT_TIMEOUT)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    options = RunOptions(
+        parallel=flags["parallel"] or config.get("parallel") or 1,
+        timeout=timeout,
+        runs=flags["runs"],
+        fail_fast=flags["fail_fast"],
+        user=flags["user"],
+        team=flags["team"],
+        locale=flags["locale"],
+        extra_context=_read_ctx(flags["ctx_file"]),
+        before_all=flags["before_all"],
+        after_all=flags["after_all"],
+        connector=flags["connector"],
+        simulator=flags["simulator"],
+        min_pass_rate=flags["min_pass_rate"],
+    )
+    models = _models(project, flags)
+    runner = Runner(project, plugins, options, models=models)
+    context = SourceContext(Loader(registry), project, runner.services(1), flags["name"])
+    suites = await load_inputs(specs, context, plugins)
+    plan = build_plan(
+        suites, project, plugins, flags["name"], flags["run_filter"], flags["connector"], flags["simulator"]
+    )
+    if not plan.pairs:
+        raise UsageError("no cases to run" + (f" match --run {flags['run_filter']!r}" if flags["run_filter"] else ""))
+    if flags["dry_run"]:
+        _show_plan(plan, options.runs)
+        await project.aclose()
+        return 0
+    if models is not None and plan.needs_model(registry):
+        models.preload()
+
+    direct = all(s.path.name == "<message>" for s in suites)
+    outputs = list(flags["outputs"])
+    if not outputs and not direct:
+        outputs = [str(_default_output(first))]
+    reporters, stream_path, temporary = _reporters(outputs, registry)
+    from ..console import ConsoleReport
+
+    console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
+    console.output_paths = outputs
+    runner.reporters = reporters
+    runner.observers = [console]
+    runner.stream_path = stream_path
+    info = RunInfo(
+        agent_id=", ".join(plan.agent_ids),
+        connector=flags["connector"],
+        inputs=specs,
+        total_cases=len(plan.pairs),
+        runs=options.runs,
+        parallel=options.parallel,
+        timeout=options.timeout,
+        user=options.user or config.get("user") or "test-user",
+        team=options.team or config.get("team") or "test-team",
+        locale=options.locale or config.get("locale") or "en-us",
+        simulator=options.simulator,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        project_root=project.root,
+    )
+    try:
+        summary = await runner.run(plan.jobs(options.runs), info)
+        if direct and not flags["outputs"]:
+            _print_direct(stream_path)
+    finally:
+        if temporary:
+            stream_path.unlink(missing_ok=True)
+    return runner.exit_code(summary)
+
+
+def _models(project: Any, flags: dict[str, Any]) -> Any:
+    try:
+        from ..models import ModelClient
+    except ImportError:
+        return None
+    return ModelClient.from_config(project.config, project.root, no_cache=flags["no_cache"])
+
+
+def _read_ctx(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    from ..documents import DocumentError, load_mapping
+    from ..errors import SuiteError, UsageError
+
+    try:
+        data, _ = load_mapping(path, str(path))
+    except DocumentError as exc:
+        raise SuiteError([exc.problem]) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--ctx {path}: expected a mapping")
+    return data
+
+
+def _default_output(first: Path) -> Path:
+    folder = first if first.is_dir() else first.parent
+    return folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl"
+
+
+def _reporters(outputs: list[str], registry: Any) -> tuple[list[Any], Path, bool]:
+    """Reporters for the ``-o`` files; the JSONL stream is one of them or a temporary file."""
+    classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+    stream = next((p for p, cls in classes if cls.name == "jsonl"), None)
+    temporary = stream is None
+    if stream is None:
+        folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
+        folder.mkdir(parents=True, exist_ok=True)
+        stream = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
+        classes.insert(0, (stream, registry.get("reporter", "jsonl")))
+    else:
+        classes.sort(key=lambda pc: pc[0] != stream)
+    return [cls(path) for path, cls in classes], stream, temporary
+
+
+def _print_direct(stream: Path) -> None:
+    """Direct-message mode: the agent's answer on stdout."""
+    for line in stream.read_text("utf-8").splitlines() if stream.exists() else []:
+        record = json.loads(line)
+        if record.get("type") == "result":
+            output = record.get("output")
+            click.echo(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2))
+
+
+def _show_plan(plan: Any, runs: int) -> None:
+    from ..console import clean
+
+    for case, agent in plan.pairs:
+        kind = "dynamic" if case.dynamic else "standard"
+        types = ", ".join(a.type for a in case.assertions) or "-"
+        click.echo(f"{case.location}  [{clean(case.id)}] {kind} agent={agent.id} assertions={types}")
+        if case.input:
+            click.echo(f"    input: {clean(case.title, 100)}")
+    click.echo(f"{len(plan.pairs)} cases x {runs} run(s); nothing was run or written (--dry-run)")

@@ -1,0 +1,28 @@
+"""Before/after hooks: ``module.Func`` resolved next to the suite, then in the agent's folders.
+
+Signatures follow the seed: ``Before(ctx, case)`` returns data (or ``{"data": ...}``) that
+``After(ctx, case, result, before_data)`` receives; ``BeforeAll(ctx, cases)`` and
+``AfterAll(ctx, results, before_data)`` run once per run. Hooks may be sync or async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .imports import load_callable
+
+
+async def call_hook(ref: str, search: Iterable[Path], *args: Any) -> Any:
+    """Call the hook ``ref`` with ``args``; a sync hook runs in a worker thread."""
+    func = load_callable(ref, search)
+    if inspect.iscoroutinefunction(func):
+        result = await func(*args)
+    else:
+        result = await asyncio.to_thread(func, *args)
+    if isinstance(result, dict) and set(result) == {"data"}:
+        return result["data"]
+    return result

@@ -1,0 +1,123 @@
+"""From inputs to jobs: load every source, pick each case's agent, filter, repeat for ``--runs``.
+
+All mistakes (in suites, agent files, agent configs) are found here, before anything runs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, SuiteError, UsageError
+from .kinds import Source, SourceContext
+from .model import Case, Suite
+from .plugins import Plugins
+from .project import Agent, Project
+from .runner import Job
+
+
+@dataclass
+class Plan:
+    """What a run will do."""
+
+    suites: list[Suite]
+    pairs: list[tuple[Case, Agent]] = field(default_factory=list)
+
+    def jobs(self, runs: int) -> list[Job]:
+        return [Job(case, agent, run) for run in range(1, runs + 1) for case, agent in self.pairs]
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return sorted({agent.id for _, agent in self.pairs})
+
+    def needs_model(self, registry: Any) -> bool:
+        """True when a judge, an LLM simulator or a model-backed target will be called."""
+        return any(_case_needs_model(case, agent, registry) for case, agent in self.pairs)
+
+
+def _case_needs_model(case: Case, agent: Agent, registry: Any) -> bool:
+    types = [a.type for a in case.assertions] + [c.assertion.type for c in case.checkpoints]
+    if any(getattr(registry.get("assertion", t), "needs_model", False) for t in types):
+        return True
+    if case.dynamic and case.simulator is not None and case.simulator.get("type", "agent") != "scripted":
+        return True
+    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+
+
+def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:
+    """The source for ``-i spec``: by ``name:`` prefix, else the first that claims it."""
+    registry = plugins.registry
+    sources = registry.classes("source")
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in sources and not Path(spec).exists():
+        return sources[prefix](), rest
+    for cls in sorted(sources.values(), key=lambda c: c.priority):
+        if cls.claims(spec):
+            return cls(), spec
+    raise UsageError(f"no input source takes {spec!r} (sources: {', '.join(sources)})")
+
+
+async def load_inputs(specs: list[str], context: SourceContext, plugins: Plugins) -> list[Suite]:
+    """Suites from every input; the problems of all of them are raised together."""
+    suites: list[Suite] = []
+    problems: list[Problem] = []
+    for spec in specs:
+        source, rest = pick_source(spec, plugins)
+        try:
+            suites.extend(await source.load(rest, context))
+        except SuiteError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SuiteError(problems)
+    return suites
+
+
+def build_plan(
+    suites: list[Suite],
+    project: Project,
+    plugins: Plugins,
+    name: str | None = None,
+    run_filter: str | None = None,
+    connector: str | None = None,
+    simulator: str | None = None,
+) -> Plan:
+    """Pick each case's agent (``-n`` > case ``target`` > suite ``target`` > nearest agent.yaml),
+    apply ``--run``, and build every target once so config mistakes show before the run."""
+    try:
+        pattern = re.compile(run_filter) if run_filter else None
+    except re.error as exc:
+        raise UsageError(f"--run: invalid regex {run_filter!r}: {exc}") from None
+    plan = Plan(suites)
+    missing: list[str] = []
+    for suite in suites:
+        suite_agent: Agent | None = None
+        if name:
+            suite_agent = project.resolve(name, Path.cwd())
+        elif suite.target is not None:
+            suite_agent = project.resolve(suite.target, suite.base_dir)
+        else:
+            suite_agent = project.nearest_agent(suite.path)
+        for case in suite.cases:
+            if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
+                continue
+            agent = suite_agent
+            if not name and "target" in case.raw:
+                agent = project.resolve(case.raw["target"], suite.base_dir)
+            if agent is None:
+                missing.append(str(suite.path))
+                break
+            if case.dynamic and case.simulator is None and not simulator:
+                raise UsageError(
+                    f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
+                )
+            project.target(agent, connector)
+            plan.pairs.append((case, agent))
+    if missing:
+        raise UsageError(
+            "no agent to test for "
+            + ", ".join(sorted(set(missing)))
+            + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
+        )
+    return plan

@@ -1,0 +1,164 @@
+"""The project: its root and config (``specrun.yaml``), and the agents under test (``agent.yaml``).
+
+The project root is the nearest folder at or above the first input that holds ``specrun.yaml``
+(else the working directory). An agent's id is its file's ``id``, else its folder path from the
+root, dotted: ``assistants/expense/agent.yaml`` → ``assistants.expense``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SuiteError, UsageError
+from .kinds import Target
+from .loader import SKIPPED_DIRS, load_mapping_file
+from .registry import Registry
+from .schemas import agent_schema, config_schema
+
+CONFIG_NAMES = ("specrun.yaml", "specrun.yml")
+AGENT_NAMES = ("agent.yaml", "agent.yml")
+
+
+@dataclass
+class Agent:
+    """An agent under test: its id, where it is defined, and its target config."""
+
+    id: str
+    target: dict[str, Any]
+    base_dir: Path
+    path: Path | None = None
+    extra_hook_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def hook_dirs(self) -> list[Path]:
+        """Where the agent's hook modules may live: its ``hooks`` folder, its folder, ``src/``."""
+        return [*self.extra_hook_dirs, self.base_dir, self.base_dir / "src"]
+
+
+def target_config(spec: str | dict[str, Any]) -> dict[str, Any] | None:
+    """``python:module:function`` or a mapping as a target config; None for an agent id."""
+    if isinstance(spec, dict):
+        return dict(spec)
+    if spec.startswith("python:"):
+        return {"type": "python", "function": spec[len("python:") :]}
+    if spec.startswith(("http://", "https://")):
+        return {"type": "http", "url": spec}
+    return None
+
+
+@dataclass
+class Project:
+    """The project root, its config, and the agents found in it (indexed on first use)."""
+
+    root: Path
+    registry: Registry
+    config: dict[str, Any] = field(default_factory=dict)
+    _agents: dict[str, Agent] | None = None
+    _targets: dict[str, Target] = field(default_factory=dict)
+
+    @classmethod
+    def discover(cls, start: Path, registry: Registry) -> Project:
+        start = start.resolve()
+        folder = start if start.is_dir() else start.parent
+        for candidate in [folder, *folder.parents]:
+            for name in CONFIG_NAMES:
+                if (candidate / name).is_file():
+                    return cls(candidate, registry, load_mapping_file(candidate / name, config_schema()))
+        return cls(Path.cwd().resolve(), registry)
+
+    # -- agents ---------------------------------------------------------------------------------
+
+    def agent_id_for(self, agent_file: Path) -> str:
+        try:
+            rel = agent_file.parent.resolve().relative_to(self.root)
+        except ValueError:
+            rel = Path(agent_file.parent.name)
+        return ".".join(rel.parts) or self.root.name
+
+    def read_agent(self, path: Path) -> Agent:
+        data = load_mapping_file(path, agent_schema(self.registry))
+        base = path.parent.resolve()
+        config = target_config(data["target"])
+        if config is None:
+            raise UsageError(f"{path}: target {data['target']!r} must be python:module:function, a URL or a mapping")
+        hooks = [base / data["hooks"]] if data.get("hooks") else []
+        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks)
+
+    def agents(self) -> dict[str, Agent]:
+        """Every agent file under the root, by id (hidden and vendored folders skipped)."""
+        if self._agents is None:
+            found: dict[str, Agent] = {}
+            problems = []
+            for dirpath, dirnames, filenames in os.walk(self.root):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+                for name in AGENT_NAMES:
+                    if name in filenames:
+                        try:
+                            agent = self.read_agent(Path(dirpath, name))
+                        except SuiteError as exc:
+                            problems.extend(exc.problems)
+                            continue
+                        if agent.id in found:
+                            raise UsageError(
+                                f"agent id {agent.id!r} is defined twice: {found[agent.id].path} and {agent.path}"
+                            )
+                        found[agent.id] = agent
+            if problems:
+                raise SuiteError(problems)
+            self._agents = found
+        return self._agents
+
+    def agent(self, agent_id: str) -> Agent:
+        agents = self.agents()
+        if agent_id not in agents:
+            known = ", ".join(sorted(agents)) or "none"
+            raise UsageError(f"unknown agent {agent_id!r} (agents under {self.root}: {known})")
+        return agents[agent_id]
+
+    def nearest_agent(self, suite_path: Path) -> Agent | None:
+        """The agent file nearest above a suite file, up to the project root (the seed's rule)."""
+        folder = suite_path.resolve().parent
+        for candidate in [folder, *folder.parents]:
+            for name in AGENT_NAMES:
+                if (candidate / name).is_file():
+                    return self.read_agent(candidate / name)
+            if candidate == self.root:
+                break
+        return None
+
+    def resolve(self, spec: str | dict[str, Any], base_dir: Path) -> Agent:
+        """An agent from ``-n``/``target`` spelling: an agent id, ``python:mod:func``, a URL or a mapping."""
+        config = target_config(spec)
+        if config is None:
+            assert isinstance(spec, str)
+            return self.agent(spec.removeprefix("agents:"))
+        label = spec if isinstance(spec, str) else f"{config.get('type')} target"
+        return Agent(str(label), config, base_dir)
+
+    # -- targets --------------------------------------------------------------------------------
+
+    def target(self, agent: Agent, model: str | None = None) -> Target:
+        """The target instance of an agent (one per agent and run); ``model`` is ``-c``."""
+        config = dict(agent.target)
+        if model:
+            config["model"] = model
+        key = json.dumps([str(agent.base_dir), config], sort_keys=True, default=str)
+        if key not in self._targets:
+            cls = self.registry.get("target", config.get("type", ""))
+            target = cls(config, agent.base_dir)
+            problems = [f"{field}: {message}" for field, message in target.problems()]
+            if problems:
+                where = agent.path or agent.id
+                raise UsageError(f"agent {agent.id!r} ({where}): " + "; ".join(problems))
+            self._targets[key] = target
+        return self._targets[key]
+
+    async def aclose(self) -> None:
+        """Close every target built for the run (connection pools, processes)."""
+        for target in self._targets.values():
+            await target.aclose()
+        self._targets.clear()

@@ -1,0 +1,366 @@
+"""Run cases against their agents: parallel workers, timeouts, hooks, fail-fast and interrupts.
+
+Every scheduled case yields exactly one result, handed to the observers (reporters, console,
+lifecycle hooks) as soon as it is final and then dropped, so memory stays flat as a run grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .errors import SpecrunError, TargetError
+from .hooks import call_hook
+from .kinds import Check, Reporter
+from .model import (
+    DEFAULT_LOCALE,
+    DEFAULT_TEAM,
+    DEFAULT_TIMEOUT,
+    DEFAULT_USER,
+    Case,
+    Context,
+    Message,
+    Response,
+    Result,
+    RunInfo,
+    Usage,
+    as_response,
+    format_duration,
+)
+from .plugins import Plugins
+from .project import Agent, Project
+from .services import Services
+from .verdicts import combine, evaluate_all, judge_usage
+
+INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
+@dataclass
+class RunOptions:
+    """How to run: the CLI flags that shape scheduling and the case environment."""
+
+    parallel: int = 1
+    timeout: float = DEFAULT_TIMEOUT
+    runs: int = 1
+    fail_fast: bool = False
+    user: str | None = None
+    team: str | None = None
+    locale: str | None = None
+    extra_context: dict[str, Any] = field(default_factory=dict)
+    before_all: str | None = None
+    after_all: str | None = None
+    connector: str | None = None
+    simulator: str | None = None
+    min_pass_rate: float | None = None
+
+
+@dataclass
+class Job:
+    """One case to run once, against one agent."""
+
+    case: Case
+    agent: Agent
+    run: int = 1
+
+
+class Observer(Protocol):
+    """Watches a run (the console does)."""
+
+    def start(self, info: RunInfo) -> None: ...
+    def case_done(self, result: Result) -> None: ...
+    def finish(self, summary: dict[str, Any]) -> None: ...
+
+
+class Runner:
+    """Runs jobs with ``options.parallel`` workers; see the module docstring."""
+
+    def __init__(
+        self,
+        project: Project,
+        plugins: Plugins,
+        options: RunOptions,
+        reporters: list[Reporter] | None = None,
+        observers: list[Observer] | None = None,
+        models: Any = None,
+        stream_path: Any = None,
+    ):
+        self.project = project
+        self.plugins = plugins
+        self.options = options
+        self.reporters = reporters or []
+        self.observers = observers or []
+        self.models = models
+        self.stream_path = stream_path
+        self.counts: Counter[str] = Counter()
+        self.usage = Usage()
+        self.interrupted: str | None = None
+        self._stop: str | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._finished: list[dict[str, Any]] | None = None
+        self.aggregator: Any = None
+
+    # -- the run --------------------------------------------------------------------------------
+
+    async def run(self, jobs: list[Job], info: RunInfo) -> dict[str, Any]:
+        """Run every job; return the summary. Reporters and observers are finished even when
+        the run is interrupted."""
+        started = time.perf_counter()
+        self._finished = [] if self.options.after_all else None
+        for reporter in self.reporters:
+            reporter.start(info)
+        for observer in self.observers:
+            observer.start(info)
+        self.plugins.hook.run_started(info=info)
+        loop = asyncio.get_running_loop()
+        handled = self._install_signals(loop)
+        global_ctx = self._global_context()
+        before_all_data = None
+        try:
+            if self.options.before_all:
+                try:
+                    before_all_data = await call_hook(
+                        self.options.before_all, self._hook_dirs(jobs), global_ctx, [j.case for j in jobs]
+                    )
+                except Exception as exc:
+                    raise SpecrunError(
+                        f"BeforeAll hook {self.options.before_all} failed: {type(exc).__name__}: {exc}"
+                    ) from exc
+            queue: Iterator[Job] = iter(jobs)
+            workers = max(1, min(self.options.parallel, len(jobs)))
+            self._tasks = [asyncio.create_task(self._worker(queue)) for _ in range(workers)]
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self.options.after_all:
+                with contextlib.suppress(Exception):
+                    await call_hook(
+                        self.options.after_all, self._hook_dirs(jobs), global_ctx, self._finished, before_all_data
+                    )
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            await self.project.aclose()
+        summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
+        self.plugins.hook.run_finished(info=info, summary=summary)
+        for reporter in self.reporters:
+            reporter.finish(summary, self.stream_path)
+        for observer in self.observers:
+            observer.finish(summary)
+        return summary
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                handled.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (e.g. inside pytest-xdist or a thread): no handler
+        return handled
+
+    def _on_signal(self, sig: int) -> None:
+        name = signal.Signals(sig).name
+        if self.interrupted:  # a second Ctrl-C: leave at once
+            os._exit(INTERRUPT_EXIT.get(name, 130))
+        self.interrupted = name
+        self._stop = "interrupted"
+        for task in self._tasks:
+            task.cancel()
+
+    async def _worker(self, queue: Iterator[Job]) -> None:
+        for job in queue:
+            if self._stop:
+                return
+            await self._run_job(job)
+
+    def _stop_others(self, reason: str) -> None:
+        self._stop = reason
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+
+    # -- one case -------------------------------------------------------------------------------
+
+    def context_for(self, case: Case, run: int) -> Context:
+        """The case environment: CLI flag > case field > project config > default."""
+        opts, config = self.options, self.project.config
+        return Context(
+            case_id=case.id,
+            user=opts.user or case.user or config.get("user") or DEFAULT_USER,
+            team=opts.team or case.team or config.get("team") or DEFAULT_TEAM,
+            locale=opts.locale or case.locale or config.get("locale") or DEFAULT_LOCALE,
+            metadata=dict(case.metadata),
+            options=dict(case.options),
+            run=run,
+            extra=dict(opts.extra_context),
+        )
+
+    def _global_context(self) -> Context:
+        return Context(
+            case_id="",
+            user=self.options.user or self.project.config.get("user") or DEFAULT_USER,
+            team=self.options.team or self.project.config.get("team") or DEFAULT_TEAM,
+            locale=self.options.locale or self.project.config.get("locale") or DEFAULT_LOCALE,
+            extra=dict(self.options.extra_context),
+        )
+
+    def _hook_dirs(self, jobs: list[Job]) -> list[Any]:
+        dirs = [self.project.root]
+        if jobs:
+            case = jobs[0].case
+            if case.suite is not None:
+                dirs.insert(0, case.suite.base_dir)
+            dirs.extend(jobs[0].agent.hook_dirs)
+        return dirs
+
+    def services(self, run: int) -> Services:
+        return Services(models=self.models, run=run, agent_caller=self.call_agent)
+
+    async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
+        """Send messages to a project agent (validators, simulators, generators, reporters)."""
+        target = self.project.target(self.project.agent(agent_id))
+        session = target.session(context)
+        try:
+            return as_response(await session.send(messages))
+        finally:
+            await session.close()
+
+    async def _run_job(self, job: Job) -> None:
+        case = job.case
+        started = time.perf_counter()
+        ctx = self.context_for(case, job.run)
+        dirs = [case.suite.base_dir] if case.suite is not None else []
+        dirs += job.agent.hook_dirs
+        before_data = None
+        cancelled = False
+        try:
+            if case.skip:
+                result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
+            else:
+                if case.before:
+                    try:
+                        before_data = await call_hook(case.before, dirs, ctx, case)
+                    except Exception as exc:
+                        raise _HookFailed(f"before hook {case.before} failed: {type(exc).__name__}: {exc}") from exc
+                result = await self._execute(job, ctx)
+        except _HookFailed as exc:
+            result = Result(case, "error", run=job.run, error=str(exc))
+        except asyncio.CancelledError:
+            cancelled = True
+            if self._stop == "interrupted":
+                result = Result(case, "error", run=job.run, error="interrupted")
+            else:
+                result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+        result.context = ctx
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        if case.after and result.status != "skipped":
+            try:
+                await call_hook(case.after, dirs, ctx, case, result, before_data)
+            except Exception as exc:
+                failure = f"after hook {case.after} failed: {type(exc).__name__}: {exc}"
+                result.status = "error"
+                result.error = f"{result.error}; {failure}" if result.error else failure
+        self._emit(result)
+        if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
+            self._stop_others("--fail-fast")
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _execute(self, job: Job, ctx: Context) -> Result:
+        case = job.case
+        timeout = case.timeout or self.options.timeout
+        target = self.project.target(job.agent, self.options.connector)
+        services = self.services(job.run)
+        session = target.session(ctx)
+        try:
+            if case.dynamic:
+                from .conversation import run_conversation
+
+                return await run_conversation(
+                    case, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, job.run
+                )
+            started = time.perf_counter()
+            async with asyncio.timeout(timeout):
+                response = as_response(await session.send(case.input))
+            if response.latency_ms is None:
+                response.latency_ms = (time.perf_counter() - started) * 1000
+        except TimeoutError:
+            return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
+        except TargetError as exc:
+            return Result(case, "error", run=job.run, error=str(exc))
+        except SpecrunError as exc:
+            return Result(case, "error", run=job.run, error=str(exc))
+        except Exception as exc:
+            return Result(case, "error", run=job.run, error=f"agent error: {type(exc).__name__}: {exc}")
+        finally:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(10):
+                    await session.close()
+        check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
+        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry)
+        usage = Usage()
+        usage.add(response.usage)
+        usage.add(judge_usage(verdicts))
+        has_usage = response.usage is not None or any((v.details or {}).get("usage") for v in verdicts)
+        return Result(
+            case,
+            combine(verdicts),
+            run=job.run,
+            response=response,
+            assertions=verdicts,
+            usage=usage if has_usage else None,
+        )
+
+    # -- results --------------------------------------------------------------------------------
+
+    def _emit(self, result: Result) -> None:
+        self.counts[result.status] += 1
+        if result.usage is not None:
+            self.usage.add(result.usage)
+        if self.aggregator is not None:
+            self.aggregator.add(result.to_dict())
+        for reporter in self.reporters:
+            reporter.add(result)
+        self.plugins.hook.case_finished(result=result)
+        for observer in self.observers:
+            observer.case_done(result)
+        if self._finished is not None:
+            self._finished.append(
+                {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
+            )
+
+    def _summary(self, scheduled: int, duration_ms: float) -> dict[str, Any]:
+        done = sum(self.counts.values())
+        summary: dict[str, Any] = {
+            "type": "summary",
+            "total": done,
+            "passed": self.counts["passed"],
+            "failed": self.counts["failed"],
+            "errors": self.counts["error"],
+            "skipped": self.counts["skipped"],
+            "not_run": scheduled - done,
+            "duration_ms": round(duration_ms, 1),
+            "runs_per_case": self.options.runs,
+            "interrupted": bool(self.interrupted),
+        }
+        judged = summary["passed"] + summary["failed"] + summary["errors"]
+        summary["pass_rate"] = round(100 * summary["passed"] / judged, 1) if judged else None
+        if self.usage.total_tokens or self.usage.cost is not None:
+            summary["usage"] = self.usage.to_dict()
+        return summary
+
+    def exit_code(self, summary: dict[str, Any]) -> int:
+        """0 all passed, 1 a case failed or errored, 130/143 interrupted."""
+        if self.interrupted:
+            return INTERRUPT_EXIT.get(self.interrupted, 130)
+        return 1 if summary["failed"] or summary["errors"] else 0
+
+
+class _HookFailed(Exception):
+    pass

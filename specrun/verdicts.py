@@ -1,0 +1,66 @@
+"""Apply assertions to a response: the engine's side of every assertion (negate, message, errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import EvaluationError
+from .kinds import AssertionType, Check
+from .model import Assertion, AssertionResult, Status, Usage
+from .registry import Registry
+
+_instances: dict[type, AssertionType] = {}
+
+
+async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> AssertionResult:
+    """One assertion's verdict; an assertion that cannot decide (or crashes) is an ``error``."""
+    cls = registry.get("assertion", assertion.type)
+    instance = _instances.get(cls) or _instances.setdefault(cls, cls())
+    try:
+        verdict = await instance.evaluate(assertion, check)
+    except EvaluationError as exc:
+        return AssertionResult(assertion.type, "error", str(exc))
+    except Exception as exc:
+        return AssertionResult(
+            assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
+        )
+    passed = verdict.passed != assertion.negate
+    message = verdict.message
+    if assertion.negate and not passed:
+        message = f"negated {assertion.type} matched" + (f": {message}" if message else "")
+    if assertion.message and not passed:
+        message = f"{assertion.message} ({message})" if message else assertion.message
+    return AssertionResult(
+        assertion.type,
+        "passed" if passed else "failed",
+        message,
+        verdict.expected,
+        verdict.actual,
+        verdict.score,
+        verdict.details,
+    )
+
+
+async def evaluate_all(assertions: list[Assertion], check: Check, registry: Registry) -> list[AssertionResult]:
+    return [await evaluate(a, check, registry) for a in assertions]
+
+
+def combine(results: list[AssertionResult]) -> Status:
+    """A case's status from its assertions: a definite fail decides; else an error; else passed."""
+    statuses = {r.status for r in results}
+    if "failed" in statuses:
+        return "failed"
+    if "error" in statuses:
+        return "error"
+    return "passed"
+
+
+def judge_usage(results: list[AssertionResult]) -> Usage | None:
+    """Tokens and cost the assertions spent (judges put theirs in ``details["usage"]``)."""
+    total: Usage | None = None
+    for r in results:
+        usage: Any = (r.details or {}).get("usage")
+        if usage:
+            total = total or Usage()
+            total.add(Usage(**{k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}))
+    return total
