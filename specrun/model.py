@@ -293,6 +293,7 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     name: str | None = None
     target: str | dict[str, Any] | None = None
+    generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property
     def base_dir(self) -> Path:
