@@ -1,0 +1,661 @@
+"""The one place that calls model providers (through litellm): lazy import, retries, cache, cost.
+
+litellm takes seconds to import, so it is imported on first use, or earlier in a background
+thread when the runner calls :func:`preload`. Before importing it, ``LITELLM_LOCAL_MODEL_COST_MAP``
+and ``LITELLM_MODE=PRODUCTION`` are set unless the user set them: no cost-map download and no
+``.env`` loading behind the user's back.
+
+Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
+timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
+simulator and generator calls are cached on disk, one JSON file per call, keyed on everything
+that shapes the answer including the run index, so ``--runs 5`` asks five times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email.utils
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .errors import EvaluationError
+from .model import Message, ToolCall, Usage, extract_json
+
+logger = logging.getLogger("specrun.models")
+
+MODEL_ENV = "SPECRUN_MODEL"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 3
+DEFAULT_CACHE_DIR = ".specrun-cache"
+CACHE_FORMAT = 1
+_MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
+
+T = TypeVar("T")
+
+# -- the lazy litellm import ------------------------------------------------------------------
+
+_litellm: Any = None
+_import_lock = threading.Lock()
+_preload_thread: threading.Thread | None = None
+
+
+def _import_litellm() -> Any:
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+            try:
+                import litellm
+            except ImportError as exc:  # pragma: no cover - litellm is a dependency
+                raise EvaluationError(f"model calls need litellm, which failed to import: {exc}") from exc
+            litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per error
+            _litellm = litellm
+    return _litellm
+
+
+def preload() -> None:
+    """Start importing litellm in a background thread; the first model call waits for it.
+
+    Call it as soon as a run is known to need a model. Calling it again does nothing.
+    """
+    global _preload_thread
+    if _litellm is not None or _preload_thread is not None:
+        return
+
+    def run() -> None:
+        try:
+            _import_litellm()
+        except Exception:  # the first call imports again and reports the error
+            logger.debug("preloading litellm failed", exc_info=True)
+
+    _preload_thread = threading.Thread(target=run, name="specrun-litellm-import", daemon=True)
+    _preload_thread.start()
+
+
+async def load_litellm() -> Any:
+    """The litellm module, imported off the event loop if it is not imported yet."""
+    if _litellm is not None:
+        return _litellm
+    return await asyncio.to_thread(_import_litellm)
+
+
+# -- secrets ----------------------------------------------------------------------------------
+
+_KEY_PATTERNS = [
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{8,}"),
+]
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with API keys, ``secrets`` and ``*_KEY``/``*_TOKEN``/``*_SECRET`` values masked."""
+    values = [v for k, v in os.environ.items() if k.upper().endswith(("_KEY", "_TOKEN", "_SECRET"))]
+    for value in sorted({v for v in [*values, *secrets] if v and len(v) >= 4}, key=len, reverse=True):
+        text = text.replace(value, "***")
+    for pattern in _KEY_PATTERNS:
+        text = pattern.sub("***", text)
+    return text
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+def _data_url(path: str, mime: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:{mime};base64,{data}"
+
+
+def _part(part: Mapping[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": part.get("text", "")}
+    path, mime = part.get("path"), part.get("mime") or "application/octet-stream"
+    source = str(part.get("source") or part.get("url") or "")
+    if kind == "image":
+        url = _data_url(path, mime) if path else source
+        return {"type": "image_url", "image_url": {"url": url}}
+    if kind == "audio" and path:
+        fmt = mime.split("/")[-1].replace("mpeg", "mp3").replace("x-wav", "wav")
+        data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
+    if path:
+        return {
+            "type": "file",
+            "file": {"filename": Path(path).name, "file_data": _data_url(path, mime)},
+        }
+    return {k: v for k, v in part.items() if k not in ("path", "mime")}
+
+
+def openai_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as OpenAI chat dicts; attached files become data URLs (images as ``image_url``)."""
+    out = []
+    for message in messages:
+        if isinstance(message, Message):
+            content: Any = message.content
+            if not isinstance(content, str):
+                content = [_part(p) for p in content]
+            out.append({"role": message.role, "content": content})
+        else:
+            out.append(dict(message))
+    return out
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Completion:
+    """One model answer. ``usage`` is None for a cache hit (nothing was spent)."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    raw: Any = None  # litellm's ModelResponse, or the cache entry (a dict) on a hit
+    cached: bool = False
+    model: str = ""
+    finish_reason: str | None = None
+    attempts: int = 1
+    key: str | None = None  # the cache key, when the call was cacheable
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This answer as an OpenAI assistant message, to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": t.id or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": t.name, "arguments": json.dumps(t.arguments)},
+                }
+                for i, t in enumerate(self.tool_calls)
+            ]
+        return message
+
+
+class ModelError(EvaluationError):
+    """A model call failed for good (after retries); the message never holds an API key."""
+
+    def __init__(self, message: str, *, status: int | None = None, attempts: int = 1):
+        super().__init__(message)
+        self.status = status
+        self.attempts = attempts
+
+
+def _tool_calls(message: Any) -> list[ToolCall]:
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = call.function
+        raw = function.arguments or "{}"
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        except ValueError:
+            arguments = {"_raw": raw}
+        if not isinstance(arguments, dict):
+            arguments = {"_value": arguments}
+        calls.append(ToolCall(function.name or "", arguments, id=call.id))
+    return calls
+
+
+def _usage(litellm: Any, response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    result = Usage(
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        total_tokens=int(getattr(usage, "total_tokens", 0) or 0),
+    )
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else getattr(hidden, "response_cost", None)
+    if cost is None:
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # unknown model: no price known
+            cost = None
+    result.cost = float(cost) if cost is not None else None
+    return result
+
+
+# -- retries ----------------------------------------------------------------------------------
+
+
+def _headers(exc: BaseException) -> Mapping[str, str]:
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    return headers if headers is not None else {}
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if it did."""
+    headers = _headers(exc)
+    try:
+        value = headers.get("retry-after-ms")
+        if value is not None:
+            return max(0.0, float(value) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _retryable(litellm: Any, exc: BaseException) -> bool:
+    if isinstance(exc, TimeoutError):
+        return True
+    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError):
+        return True
+    status = _status(exc)
+    return status is not None and (status in (408, 429) or status >= 500)
+
+
+def _describe(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError) or type(exc).__name__ == "Timeout":
+        return f"timed out after {timeout:g}s"
+    text = " ".join(str(exc).split())
+    status = _status(exc)
+    label = f"HTTP {status}" if status else type(exc).__name__
+    return f"{label}: {text[:500]}"
+
+
+# -- the disk cache ---------------------------------------------------------------------------
+
+
+class DiskCache:
+    """One JSON file per entry under ``root`` (sharded by the key's first two hex digits)."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    @staticmethod
+    def key(material: Mapping[str, Any]) -> str:
+        text = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self._path(key)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):  # a torn or foreign file: treat as a miss
+            return None
+        return data if isinstance(data, dict) and data.get("format") == CACHE_FORMAT else None
+
+    def put(self, key: str, entry: Mapping[str, Any]) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
+            os.replace(tmp, path)
+        except OSError as exc:  # a read-only checkout must not fail the run
+            logger.warning("cannot write model cache entry %s: %s", path, exc)
+
+    def discard(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+
+# -- the client -------------------------------------------------------------------------------
+
+_SECRET_PARAMS = ("api_key", "azure_ad_token", "aws_secret_access_key", "vertex_credentials")
+_DEFAULT_TEMPERATURE = {"judge": 0.0}
+
+
+class ModelClient:
+    """Model calls for a run: default model, retries, per-call timeout, disk cache, totals.
+
+    ``default_model`` (else ``$SPECRUN_MODEL``) serves every purpose without its own entry in
+    ``models`` (``{"judge": ..., "simulator": ...}``). ``params`` are litellm keyword arguments
+    sent with every call (``api_base``, ``max_tokens``, ...). ``cache_dir=None`` disables the
+    cache; so does ``no_cache=True`` (``--no-cache``). ``usage``, ``calls``, ``cache_hits`` and
+    ``retries`` are the run's totals.
+    """
+
+    def __init__(
+        self,
+        default_model: str | None = None,
+        *,
+        models: Mapping[str, str | None] | None = None,
+        params: Mapping[str, Any] | None = None,
+        cache_dir: Path | str | None = None,
+        no_cache: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        base_delay: float = 1.0,
+        max_delay: float = 30.0,
+        compare_mode: str | None = None,
+    ):
+        self.default_model = default_model
+        self.models = {k: v for k, v in (models or {}).items() if v}
+        self.params = dict(params or {})
+        self.cache = DiskCache(cache_dir) if cache_dir is not None and not no_cache else None
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.compare_mode = compare_mode
+        self.usage = Usage()
+        self.calls = 0
+        self.cache_hits = 0
+        self.retried = 0
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], root: Path, *, no_cache: bool = False, **kwargs: Any
+    ) -> ModelClient:
+        """A client from a project config (``specrun.yaml``) rooted at ``root``."""
+        cache_dir = root / config.get("cache_dir", DEFAULT_CACHE_DIR)
+        settings: dict[str, Any] = {
+            "models": {
+                "judge": config.get("judge_model"),
+                "simulator": config.get("simulator_model"),
+            },
+            "params": config.get("model_params"),
+            "cache_dir": cache_dir,
+            "no_cache": no_cache,
+            "compare_mode": config.get("compare_mode"),
+        }
+        if config.get("retries") is not None:
+            settings["retries"] = config["retries"]
+        return cls(config.get("model"), **{**settings, **kwargs})
+
+    def model_for(self, purpose: str, model: str | None = None) -> str:
+        """The model for ``purpose``: the override, its own, the default, ``$SPECRUN_MODEL``."""
+        chosen = model or self.models.get(purpose) or self.default_model or os.environ.get(MODEL_ENV)
+        if not chosen:
+            raise EvaluationError(
+                f"no model configured for the {purpose}: set `model` in specrun.yaml, "
+                f"the {MODEL_ENV} environment variable, or `model` on the assertion"
+            )
+        return chosen
+
+    def preload(self) -> None:
+        """Start importing litellm in the background; see :func:`preload`."""
+        preload()
+
+    def summary(self) -> dict[str, Any]:
+        """Run totals for the report: calls, cache hits, retries, tokens and cost."""
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "retries": self.retried,
+            **self.usage.to_dict(),
+        }
+
+    async def complete(
+        self,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        json_mode: bool = False,
+        temperature: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        params: Mapping[str, Any] | None = None,
+        purpose: str = "judge",
+        run: int = 1,
+        cache: bool = True,
+        version: str = "",
+    ) -> Completion:
+        """Ask the model once (retrying transient failures) and return its answer.
+
+        ``purpose`` picks the default model and temperature (0 for ``judge``); ``version``
+        names the prompt template, so that changing a prompt invalidates its cache entries;
+        ``run`` keeps the answers of each ``--runs`` index apart. Raises ``ModelError``.
+        """
+        chosen = self.model_for(purpose, model)
+        chat = openai_messages(messages)
+        kwargs = {**self.params, **(params or {})}
+        if temperature is None and "temperature" not in kwargs:
+            temperature = _DEFAULT_TEMPERATURE.get(purpose)
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if tools:
+            kwargs["tools"] = tools
+        secrets = [str(kwargs[k]) for k in _SECRET_PARAMS if kwargs.get(k)]
+
+        key = None
+        if cache and self.cache is not None:
+            public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
+            material = {
+                "format": CACHE_FORMAT,
+                "model": chosen,
+                "messages": chat,
+                "params": public,
+                "json": json_mode,
+                "version": version,
+                "purpose": purpose,
+                "run": run,
+            }
+            key = self.cache.key(material)
+            entry = self.cache.get(key)
+            if entry is not None:
+                self.cache_hits += 1
+                return Completion(
+                    text=entry.get("text") or "",
+                    tool_calls=[
+                        ToolCall(t["name"], t.get("arguments") or {}, id=t.get("id"))
+                        for t in entry.get("tool_calls") or []
+                    ],
+                    raw=entry,
+                    cached=True,
+                    model=chosen,
+                    finish_reason=entry.get("finish_reason"),
+                    attempts=0,
+                    key=key,
+                )
+
+        litellm = await load_litellm()
+        if json_mode and _supports_json(litellm, chosen):
+            kwargs["response_format"] = {"type": "json_object"}
+        response, attempts = await self._call(litellm, chosen, chat, kwargs, purpose, secrets)
+        choice = response.choices[0]
+        usage = _usage(litellm, response)
+        completion = Completion(
+            text=choice.message.content or "",
+            tool_calls=_tool_calls(choice.message),
+            usage=usage,
+            raw=response,
+            model=chosen,
+            finish_reason=getattr(choice, "finish_reason", None),
+            attempts=attempts,
+            key=key,
+        )
+        self.calls += 1
+        self.usage.add(usage)
+        if key is not None and self.cache is not None:
+            self.cache.put(
+                key,
+                {
+                    "model": chosen,
+                    "purpose": purpose,
+                    "run": run,
+                    "version": version,
+                    "text": completion.text,
+                    "finish_reason": completion.finish_reason,
+                    "tool_calls": [{**t.to_dict(), "id": t.id} for t in completion.tool_calls],
+                    "usage": usage.to_dict(),
+                    "created": time.time(),
+                },
+            )
+        return completion
+
+    async def _call(
+        self,
+        litellm: Any,
+        model: str,
+        chat: list[dict[str, Any]],
+        kwargs: dict[str, Any],
+        purpose: str,
+        secrets: list[str],
+    ) -> tuple[Any, int]:
+        # litellm's own retries are off so that ours are the only ones (observable, and
+        # honouring retry-after); drop_params drops what a backend does not take.
+        kwargs = {"timeout": self.timeout, "drop_params": True, **kwargs}
+        kwargs.update(num_retries=0, max_retries=0)
+        timeout = float(kwargs["timeout"])
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                call = litellm.acompletion(model=model, messages=chat, **kwargs)
+                # litellm honours `timeout`; the outer guard catches a stall it does not see.
+                return await asyncio.wait_for(call, timeout + 1), attempt
+            except Exception as exc:
+                status = _status(exc)
+                if status == 400 and "response_format" in kwargs:
+                    # JSON mode is a nicety: never fail because a backend rejects it.
+                    kwargs.pop("response_format")
+                    attempt -= 1
+                    continue
+                if not _retryable(litellm, exc) or attempt > self.retries:
+                    detail = _describe(exc, timeout)
+                    tries = f" after {attempt} attempts" if attempt > 1 else ""
+                    message = f"model call to {model} ({purpose}) failed{tries}: {detail}"
+                    raise ModelError(redact(message, secrets), status=status, attempts=attempt) from None
+                wait = retry_after(exc) if status == 429 or (status or 0) >= 500 else None
+                if wait is None:
+                    backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+                    wait = backoff * random.uniform(0.5, 1.0)
+                wait = min(wait, _MAX_WAIT)
+                self.retried += 1
+                logger.info(
+                    "model %s (%s): %s; retry %d/%d in %.2fs",
+                    model,
+                    purpose,
+                    redact(_describe(exc, timeout), secrets),
+                    attempt,
+                    self.retries,
+                    wait,
+                )
+                await asyncio.sleep(wait)
+
+    async def complete_json(
+        self,
+        messages: list[Message | Mapping[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        reminder: str = "Reply with the JSON object only.",
+        **kwargs: Any,
+    ) -> tuple[T, Usage]:
+        """Ask for JSON and ``parse`` the reply; an unusable reply is asked for once more.
+
+        ``parse`` raises ``ValueError`` (its text is shown) for a reply it cannot use. A second
+        unusable reply is an ``EvaluationError`` quoting it: never a silent pass or fail.
+        Returns the parsed value and the usage of every call made.
+        """
+        usage = Usage()
+        history = list(messages)
+        problem = ""
+        text = ""
+        for attempt in (1, 2):
+            completion = await self.complete(history, json_mode=True, **kwargs)
+            usage.add(completion.usage)
+            text = completion.text
+            try:
+                return parse(text), usage
+            except ValueError as exc:
+                problem = str(exc)
+                if completion.key is not None and self.cache is not None:
+                    self.cache.discard(completion.key)
+            if attempt == 1:
+                history = [
+                    *history,
+                    {"role": "assistant", "content": text},
+                    {
+                        "role": "user",
+                        "content": f"Your reply could not be used: {problem}. {reminder}",
+                    },
+                ]
+        excerpt = " ".join(text.split())[:200]
+        raise EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
+
+    async def aclose(self) -> None:
+        """Close litellm's pooled HTTP clients, so that a finished run exits."""
+        if _litellm is None:
+            return
+        try:
+            from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+            await close_litellm_async_clients()
+        except Exception:  # cleanup is best effort
+            logger.debug("closing litellm clients failed", exc_info=True)
+
+
+def _supports_json(litellm: Any, model: str) -> bool:
+    if model.startswith("openai/"):
+        return True
+    try:
+        return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
+    except Exception:
+        return False
+
+
+# -- judge replies ----------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeReply:
+    """A judge's answer: ``{passed, score, reason}`` (either of passed and score may be absent)."""
+
+    passed: bool | None
+    score: float | None
+    reason: str = ""
+    usage: Usage | None = None
+
+    def decide(self, threshold: float | None) -> bool:
+        """``score >= threshold`` when both are given, else the judge's ``passed``."""
+        if threshold is not None and self.score is not None:
+            return self.score >= threshold
+        if self.passed is not None:
+            return self.passed
+        return (self.score or 0.0) >= 0.5
+
+
+def parse_judge_reply(value: Any, *, require_score: bool = False) -> JudgeReply:
+    """A ``JudgeReply`` from reply text or a parsed object; ``ValueError`` says what is wrong."""
+    data = extract_json(value) if isinstance(value, str) else value
+    if not isinstance(data, dict):
+        raise ValueError('expected a JSON object like {"passed": true, "score": 0.9, "reason": "..."}')
+    passed = data.get("passed")
+    if isinstance(passed, str) and passed.strip().lower() in ("true", "false"):
+        passed = passed.strip().lower() == "true"
+    if passed is not None and not isinstance(passed, bool):
+        raise ValueError(f"`passed` must be true or false, not {passed!r}")
+    score = data.get("score")
+    if score is not None:
+        try:
+            score = float(score)
+        except (TypeError, ValueError):
+            raise ValueError(f"`score` must be a number from 0 to 1, not {score!r}") from None
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"`score` must be from 0 to 1, not {score:g}")
+    if score is None and (require_score or passed is None):
+        raise ValueError("the reply has no `score`" + ("" if require_score else " and no `passed`"))
+    reason = data.get("reason") or data.get("reasoning") or ""
+    return JudgeReply(passed, score, str(reason))
