@@ -22,9 +22,10 @@ SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
 class DocumentError(Exception):
     """A file that cannot be read as data; carries the problem with its position."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, *more: Problem):
         self.problem = problem
-        super().__init__(str(problem))
+        self.problems = [problem, *more]
+        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 def _yaml() -> Any:
@@ -190,6 +191,7 @@ def parse(path: Path, display: str) -> Document:
 
 def _parse_jsonl(path: Path, display: str, text: str) -> Document:
     cases = []
+    broken = []  # every broken line is reported, not just the first: lines are independent
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
@@ -197,9 +199,12 @@ def _parse_jsonl(path: Path, display: str, text: str) -> Document:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise _syntax(display, number, exc.colno, "JSON", exc.msg) from None
+            broken.append(_syntax(display, number, exc.colno, "JSON", exc.msg).problem)
+            continue
         column = len(line) - len(line.lstrip()) + 1
         cases.append(Record(data, number, column, segment=stripped))
+    if broken:
+        raise DocumentError(*broken)
     if not cases:
         raise DocumentError(Problem(display, 1, 1, "no cases: every line is blank or a // comment"))
     return Document(path, display, "jsonl", None, cases, None)
@@ -234,10 +239,14 @@ def _parse_yaml(path: Path, display: str, text: str) -> Document:
     try:
         node = _yaml().load(text)
     except MarkedYAMLError as exc:
+        lines = text.splitlines()
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or exc.context or "cannot parse"
-        if "\t" in text.splitlines()[line - 1][:col] and "\\t" in problem:
+        if exc.context and exc.context_mark and (mark is None or mark.line >= len(lines)):
+            # "got <stream end>" points past the last line; where the unclosed thing began helps
+            mark, problem = exc.context_mark, f"{problem} ({exc.context} that starts here)"
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        if line <= len(lines) and "\t" in lines[line - 1][:col] and "\\t" in problem:
             problem += " (YAML indentation must use spaces, not tabs)"
         raise _syntax(display, line, col, "YAML", problem) from None
     except YAMLError as exc:

@@ -92,8 +92,17 @@ def _did_you_mean(value: Any, options: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _describe(error: Any, schema: dict[str, Any], instance: Any) -> list[tuple[list[Any], str, bool]]:
-    """(path, message, at_key) for one jsonschema-rs error, worded for a person."""
+def _describe(
+    error: Any,
+    schema: dict[str, Any],
+    instance: Any,
+    root: list[Any] | None = None,
+    whole: str = "the document",
+) -> list[tuple[list[Any], str, bool]]:
+    """(path, message, at_key) for one jsonschema-rs error, worded for a person.
+
+    Messages name the field as ``root`` + its path (``whole`` when that is empty).
+    """
     path = list(error.instance_path)
     kind = type(error.kind).__name__
     if kind == "AdditionalProperties":
@@ -116,7 +125,9 @@ def _describe(error: Any, schema: dict[str, Any], instance: Any) -> list[tuple[l
     if kind == "Required":
         name = error.message.split('"')[1] if '"' in error.message else error.message
         return [(path, f"missing required field {name!r}", False)]
-    field = pointer(path) or "the document"
+    field = pointer([*(root or []), *path]) or whole
+    if kind == "Pattern" and list(error.schema_path)[:2] == ["$defs", "duration"]:
+        return [(path, str(_duration_problem(_value_at(instance, path))), False)]
     if kind == "Type":
         parent = subschema(schema, list(error.schema_path)[:-1])
         wanted = parent.get("x-expect") or " or ".join(_TYPE_NAMES.get(t, t) for t in _types(error.kind.types))
@@ -178,7 +189,7 @@ class Loader:
         try:
             doc = parse(path, display)
         except DocumentError as exc:
-            return None, [exc.problem]
+            return None, exc.problems
         return self._build(doc, Suite(path=path.resolve()), generated=False)
 
     def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
@@ -201,10 +212,13 @@ class Loader:
             line, col = record.position(path, at_key)
             problems.append(Problem(doc.display, line, col, message, pointer(prefix + path)))
 
+        bad_defaults = False
         if doc.top is not None:
             offset = [doc.case_key] if doc.case_key else []
+            root = ["cases"] if isinstance(doc.top.data, list) else []
             for error in self._suite.iter_errors(doc.top.data):
-                for path, message, at_key in _describe(error, self.schema, doc.top.data):
+                for path, message, at_key in _describe(error, self.schema, doc.top.data, root):
+                    bad_defaults = bad_defaults or path[:1] == ["defaults"]
                     n = len(offset)
                     if len(path) > n and path[:n] == offset and isinstance(path[n], int) and path[n] < len(doc.cases):
                         bad_cases.add(path[n])
@@ -217,7 +231,8 @@ class Loader:
             for i, record in enumerate(doc.cases):
                 for error in self._case.iter_errors(record.data):
                     bad_cases.add(i)
-                    for path, message, at_key in _describe(error, self.schema, record.data):
+                    described = _describe(error, self.schema, record.data, whole="the case")
+                    for path, message, at_key in described:
                         report(record, ["cases", i], path, message, at_key)
 
         defaults: dict[str, Any] = {}
@@ -227,26 +242,35 @@ class Loader:
             defaults = doc.top.data.get("defaults") or {}
             if generated:
                 defaults = {}
+        if defaults and isinstance(defaults, dict) and not bad_defaults and doc.top is not None:
+            for path, message in self._case_problems(defaults, suite.base_dir, generated):
+                report(doc.top, [], ["defaults", *path], message)
         seen: dict[str, int] = {}
         for i, record in enumerate(doc.cases):
-            if i in bad_cases or not isinstance(record.data, dict):
+            if not isinstance(record.data, dict):
                 continue
             prefix = ["cases", i]
-            found = list(self._case_problems(record.data, suite.base_dir, generated))
-            case_id = record.data["id"]
-            if case_id in seen:
+            found = []
+            # Ids are compared even in cases with other mistakes, so that a duplicate is not missed.
+            case_id = record.data.get("id")
+            if isinstance(case_id, str) and case_id in seen:
                 found.append((["id"], f"duplicate case id {case_id!r} (first at line {seen[case_id]})"))
-            else:
+            elif isinstance(case_id, str):
                 seen[case_id] = record.line
+            if i not in bad_cases:
+                found.extend(self._case_problems(record.data, suite.base_dir, generated))
             for path, message in found:
                 report(record, prefix, path, message)
             if not found and not problems:
                 suite.cases.append(self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite))
+        problems.sort(key=lambda p: (p.line, p.column))
         return (None if problems else suite), problems
 
     def _case_problems(self, case: dict[str, Any], base_dir: Path, generated: bool) -> Iterator[tuple[list[Any], str]]:
         if "assertions" in case and "assert" in case:
             yield ["assert"], "use either 'assertions' or its alias 'assert', not both"
+        if "timeout" in case and (wrong := _duration_problem(case["timeout"])):
+            yield ["timeout"], wrong
         if generated:
             for key in ("before", "after", "target"):
                 if key in case:
@@ -331,6 +355,15 @@ def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, 
         merged.pop("assert", None)
         merged["assertions"] = as_list(inherited) + as_list(own)
     return merged
+
+
+def _duration_problem(value: Any) -> str | None:
+    """Why ``value`` is not a usable timeout, or None when it is."""
+    try:
+        seconds = parse_duration(value)
+    except (ValueError, TypeError, AttributeError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else f"invalid duration {value!r}"
+    return None if seconds > 0 else f"a timeout must be more than 0, not {value!r}"
 
 
 def _assertion(data: dict[str, Any]) -> Assertion:

@@ -9,16 +9,29 @@ import click
 
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-def command(paths: tuple[Path, ...]) -> None:
+@click.pass_context
+def command(ctx: click.Context, paths: tuple[Path, ...]) -> None:
     """Check suite files: every mistake is listed with file:line:col, then exit 2."""
-    from ..errors import UsageError
+    from ..errors import SuiteError, UsageError
     from ..loader import Loader
     from ..plugins import default_plugins
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
-    suites = Loader(default_plugins().registry).load(paths)
+    try:
+        suites = Loader(default_plugins().registry).load(paths)
+    except SuiteError as exc:
+        # One problem per line, each starting with file:line:col, so editors can jump to it.
+        for problem in exc.problems:
+            click.echo(str(problem), err=True)
+        files = len({p.file for p in exc.problems})
+        count = len(exc.problems)
+        click.echo(
+            f"specrun: {count} problem{'s' * (count != 1)} in {files} file{'s' * (files != 1)}",
+            err=True,
+        )
+        ctx.exit(exc.exit_code)
     cases = sum(len(s.cases) for s in suites)
     if not suites:
         raise UsageError(f"no suite files found under {', '.join(map(str, paths))}")
