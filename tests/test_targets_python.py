@@ -1,0 +1,123 @@
+"""The python target: sync and async agents, structured output, errors, worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from specrun_plugins.targets.python import PythonTarget, run_in_thread
+
+from specrun import Context, Message, TargetError
+
+AGENTS = Path(__file__).parent / "agents"
+CTX = Context(case_id="c1", user="ann")
+
+
+def target(function: str) -> PythonTarget:
+    return PythonTarget({"type": "python", "function": function}, AGENTS)
+
+
+async def ask(function: str, text: str = "hi") -> object:
+    return await target(function).respond([Message("user", text)], CTX)
+
+
+async def test_sync_agent_returns_text_with_latency():
+    response = await ask("py_agents:echo", "hello")
+    assert response.content == "echo: hello"
+    assert response.latency_ms is not None and response.latency_ms >= 0
+
+
+async def test_async_agent_and_dotted_reference():
+    response = await ask("py_agents.async_echo")
+    assert response.content == "async echo: hi (ann)"
+
+
+async def test_async_callable_instance():
+    assert (await ask("py_agents:instance")).content == "async instance"
+
+
+async def test_structured_output():
+    response = await ask("py_agents:structured")
+    assert response.content == {"answer": 42, "case": "c1", "turns": 1}
+    assert response.json == {"answer": 42, "case": "c1", "turns": 1}
+
+
+async def test_response_object_keeps_its_own_latency_and_tool_calls():
+    response = await ask("py_agents:full", "cats")
+    assert response.latency_ms == 7.0
+    assert [(t.name, t.arguments) for t in response.tool_calls] == [("search", {"q": "cats"})]
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("py_agents:boom", "agent error: ValueError: bad input"),
+        ("py_agents:async_boom", "agent error: KeyError: 'missing'"),
+        ("py_agents:returns_set", "agent returned set; expected str, dict, list or specrun.Response"),
+    ],
+)
+async def test_agent_failures_are_target_errors(function, message):
+    with pytest.raises(TargetError) as info:
+        await ask(function)
+    assert str(info.value) == message
+
+
+async def test_agent_cannot_rewrite_the_conversation():
+    messages = [Message("user", "hi")]
+    await target("py_agents:mutating").respond(messages, CTX)
+    assert len(messages) == 1
+
+
+async def test_blocking_agent_runs_in_a_thread_while_the_loop_keeps_running():
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    response = await ask("py_agents:blocking")
+    task.cancel()
+    assert response.content.startswith("slept in specrun-agent-")
+    assert ticks >= 10  # the loop ran during the agent's 0.3 s sleep
+
+
+async def test_blocking_agents_run_in_parallel_and_a_timeout_still_fires():
+    agent = target("py_agents:blocking")
+    start = time.perf_counter()
+    replies = await asyncio.gather(*(agent.respond([Message("user", "x")], CTX) for _ in range(20)))
+    assert len(replies) == 20
+    assert time.perf_counter() - start < 2.0  # 20 x 0.3 s serially would be 6 s
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(agent.respond([Message("user", "x")], CTX), 0.05)
+
+
+async def test_run_in_thread_passes_exceptions_and_uses_a_daemon_thread():
+    assert await run_in_thread(lambda: threading.current_thread().daemon)
+    with pytest.raises(ZeroDivisionError):
+        await run_in_thread(lambda: 1 / 0)
+
+
+def test_problems_report_a_missing_module_or_function():
+    assert list(target("py_agents:echo").problems()) == []
+    [(field, message)] = target("nowhere:agent").problems()
+    assert field == "function" and "cannot find module 'nowhere'" in message
+    [(field, message)] = target("py_agents:absent").problems()
+    assert field == "function" and "no function 'absent'" in message
+
+
+async def test_missing_function_at_run_time_is_a_target_error():
+    with pytest.raises(TargetError, match="cannot find module 'nowhere'"):
+        await ask("nowhere:agent")
+
+
+async def test_session_resends_the_history():
+    session = target("py_agents:structured").session(CTX)
+    history = [Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
+    assert (await session.send(history)).content["turns"] == 3
+    await session.close()
