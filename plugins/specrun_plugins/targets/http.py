@@ -1,0 +1,288 @@
+"""The ``http`` target: POST each turn to an agent's HTTP endpoint.
+
+``format: openai`` sends a chat-completions request and reads the reply as one; ``format:
+template`` fills a JSON body template and picks the answer out with JMESPath. One aiohttp
+session per target (0.25 CPU-ms per call, measured; see DESIGN.md), created in the running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+import aiohttp
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from specrun.errors import TargetError
+from specrun.kinds import Target
+from specrun.model import Context, Message, Response, parse_duration
+
+from ._wire import excerpt, parse_openai_reply, parse_tool_call, to_openai_messages
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+VARIABLES = ("input", "messages", "user", "team", "locale", "case_id", "run")
+MAX_RETRY_WAIT = 60.0
+
+
+def _variable(name: str, messages: list[Message], context: Context) -> Any:
+    if name == "input":
+        return next((m.text for m in reversed(messages) if m.role == "user"), "")
+    if name == "messages":
+        return to_openai_messages(messages)
+    if name == "run":
+        return context.run
+    return getattr(context, name)
+
+
+def compile_template(node: Any) -> Callable[[Callable[[str], Any]], Any]:
+    """A function filling ``node``'s placeholders from ``lookup(name)``; built once per target.
+
+    A string that is exactly one placeholder takes the value with its type (``"{{messages}}"``
+    becomes a list); placeholders inside longer strings are replaced by text.
+    """
+    if isinstance(node, dict):
+        items = [(k, compile_template(v)) for k, v in node.items()]
+        return lambda lookup: {k: fill(lookup) for k, fill in items}
+    if isinstance(node, list):
+        fills = [compile_template(v) for v in node]
+        return lambda lookup: [fill(lookup) for fill in fills]
+    if isinstance(node, str) and _PLACEHOLDER.search(node):
+        whole = _PLACEHOLDER.fullmatch(node.strip())
+        if whole:
+            name = whole.group(1)
+            return lambda lookup: lookup(name)
+
+        def text(lookup: Callable[[str], Any]) -> str:
+            def one(match: re.Match[str]) -> str:
+                value = lookup(match.group(1))
+                return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+            return _PLACEHOLDER.sub(one, node)
+
+        return text
+    return lambda lookup: node  # constants are shared: the body is only serialised
+
+
+def placeholders(node: Any) -> set[str]:
+    """The placeholder names used anywhere in a template."""
+    if isinstance(node, dict):
+        return set().union(*(placeholders(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(placeholders(v) for v in node))
+    return set(_PLACEHOLDER.findall(node)) if isinstance(node, str) else set()
+
+
+def _retry_wait(headers: Any, attempt: int) -> float:
+    value = headers.get("retry-after") if headers is not None else None
+    if value:
+        try:
+            return min(max(float(value), 0.0), MAX_RETRY_WAIT)
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value) if value.strip() else None
+            if when is not None:
+                return min(max(when.timestamp() - time.time(), 0.0), MAX_RETRY_WAIT)
+    return min(0.5 * 2**attempt, 8.0)
+
+
+class HttpTarget(Target):
+    """POSTs the conversation to ``url``; stateless (the whole history on every call)."""
+
+    name = "http"
+    description = "An agent behind an HTTP endpoint: OpenAI chat-completions, or a JSON body template."
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "url": {"type": "string", "minLength": 1, "description": "Where to POST each turn."},
+            "format": {
+                "enum": ["openai", "template"],
+                "description": "Request/reply shape (default openai).",
+            },
+            "model": {"type": "string", "description": "openai format: the request's model field."},
+            "body": {
+                "description": "template format: the JSON body, with {{input}}, {{messages}}, "
+                "{{user}}, {{team}}, {{locale}}, {{case_id}}, {{run}} placeholders. openai "
+                "format: extra request fields (temperature, ...).",
+            },
+            "output": {
+                "type": "string",
+                "description": "template format: JMESPath to the answer (default: whole reply).",
+            },
+            "tool_calls": {
+                "type": "string",
+                "description": "template format: JMESPath to a list of {name, arguments}.",
+            },
+            "headers": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Request headers; ${NAME} is replaced by environment variable NAME.",
+            },
+            "timeout": {
+                "$ref": "#/$defs/duration",
+                "description": "Per request (default: none; the case timeout applies).",
+            },
+            "retries": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Retries on 429 and 5xx (default 0).",
+            },
+            "max_connections": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Connection pool size; 0 = unlimited (default).",
+            },
+        },
+        "required": ["url"],
+    }
+
+    def __init__(self, config: dict[str, Any], base_dir: Any):
+        super().__init__(config, base_dir)
+        self.url: str = config["url"]
+        self.format: str = config.get("format", "openai")
+        self.retries: int = config.get("retries", 0)
+        timeout = config.get("timeout")
+        self.timeout: float | None = parse_duration(timeout) if timeout is not None else None
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._headers: dict[str, str] | None = None
+        body = config.get("body")
+        self._extra = body if self.format == "openai" and isinstance(body, dict) else {}
+        self._fill = compile_template(body) if self.format == "template" else None
+        self._needs = placeholders(body) & set(VARIABLES) if self.format == "template" else set()
+        self._invalid: list[tuple[str, str]] = []
+        self._output = self._compile("output")
+        self._tool_calls = self._compile("tool_calls")
+
+    def _compile(self, key: str) -> Any:
+        # Compiled once: a per-call jmespath.search would re-parse the expression every time.
+        expression = self.config.get(key)
+        if self.format != "template" or not expression:
+            return None
+        try:
+            return jmespath.compile(expression)
+        except JMESPathError as exc:
+            self._invalid.append((key, f"invalid JMESPath {expression!r}: {exc}"))
+            return None
+
+    def problems(self) -> Iterable[tuple[str, str]]:
+        if not self.url.startswith(("http://", "https://")):
+            yield "url", f"url must start with http:// or https://, not {self.url!r}"
+        if self.format == "template":
+            if "body" not in self.config:
+                yield "body", "format: template needs a body"
+            unknown = sorted(placeholders(self.config.get("body")) - set(VARIABLES))
+            if unknown:
+                yield (
+                    "body",
+                    f"unknown placeholder {{{{{unknown[0]}}}}} (known: {', '.join(VARIABLES)})",
+                )
+            yield from self._invalid
+        else:
+            for key in ("output", "tool_calls"):
+                if key in self.config:
+                    yield key, f"{key} applies to format: template only"
+            if "body" in self.config and not isinstance(self.config["body"], dict):
+                yield "body", "with format: openai, body must be a mapping of extra request fields"
+        for name, value in (self.config.get("headers") or {}).items():
+            for var in _ENV.findall(value):
+                if var not in os.environ:
+                    yield f"headers.{name}", f"environment variable {var} is not set"
+
+    def headers(self) -> dict[str, str]:
+        """The request headers, ``${NAME}`` resolved once (never echoed in errors)."""
+        if self._headers is None:
+            resolved = {"Content-Type": "application/json"}
+            for name, value in (self.config.get("headers") or {}).items():
+                for var in _ENV.findall(value):
+                    if var not in os.environ:
+                        raise TargetError(f"header {name}: environment variable {var} is not set")
+                resolved[name] = _ENV.sub(lambda m: os.environ[m.group(1)], value)
+            self._headers = resolved
+        return self._headers
+
+    def client(self) -> aiohttp.ClientSession:
+        """The shared session, (re)created in the running loop (the pytest API may use several)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(limit=self.config.get("max_connections", 0), limit_per_host=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=aiohttp.ClientTimeout(total=self.timeout)
+            )
+            self._loop = loop
+        return self._session
+
+    def request_body(self, messages: list[Message], context: Context) -> Any:
+        """The JSON body for one call."""
+        if self._fill is not None:
+            values = {name: _variable(name, messages, context) for name in self._needs}
+            # An unknown placeholder (reported by problems()) stays as written.
+            return self._fill(lambda name: values.get(name, f"{{{{{name}}}}}"))
+        body: dict[str, Any] = {**self._extra, "messages": to_openai_messages(messages)}
+        if "model" in self.config:
+            body["model"] = self.config["model"]
+        return body
+
+    async def respond(self, messages: list[Message], context: Context) -> Response:
+        if self._invalid:
+            raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
+        data = json.dumps(self.request_body(messages, context), ensure_ascii=False).encode()
+        start = time.perf_counter()
+        payload = await self._post(data)
+        latency = (time.perf_counter() - start) * 1000
+        try:
+            reply = json.loads(payload)
+        except ValueError:
+            raise TargetError(f"invalid JSON from agent: {excerpt(payload)}") from None
+        response = parse_openai_reply(reply) if self._fill is None else self._parse_template(reply)
+        response.latency_ms = latency
+        return response
+
+    async def _post(self, data: bytes) -> bytes:
+        session, headers = self.client(), self.headers()
+        attempt = 0
+        while True:
+            try:
+                async with session.post(self.url, data=data, headers=headers) as reply:
+                    payload = await reply.read()
+                    status, reply_headers = reply.status, reply.headers
+            except TimeoutError:  # before ClientError: aiohttp's timeouts are both
+                raise TargetError(f"no reply from {self.url} within {self.timeout}s") from None
+            except aiohttp.ClientError as exc:
+                raise TargetError(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
+            if 200 <= status < 300:
+                return payload
+            if attempt < self.retries and (status == 429 or status >= 500):
+                await asyncio.sleep(_retry_wait(reply_headers, attempt))
+                attempt += 1
+                continue
+            raise TargetError(f"HTTP {status} from {self.url}: {excerpt(payload)}")
+
+    def _parse_template(self, reply: Any) -> Response:
+        content = self._output.search(reply) if self._output is not None else reply
+        if content is None:
+            raise TargetError(
+                f"output expression {self.config['output']!r} found nothing in the reply: {excerpt(json.dumps(reply))}"
+            )
+        calls = []
+        if self._tool_calls is not None:
+            found = self._tool_calls.search(reply)
+            if found is not None and not isinstance(found, list):
+                raise TargetError(
+                    f"tool_calls expression {self.config['tool_calls']!r} gave {type(found).__name__}, not a list"
+                )
+            for call in found or []:
+                if not isinstance(call, dict):
+                    raise TargetError(f"a tool call is not an object: {excerpt(json.dumps(call))}")
+                calls.append(parse_tool_call(call.get("name"), call.get("arguments"), call.get("id")))
+        return Response(content=content, tool_calls=calls, raw=reply)
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
