@@ -1,0 +1,358 @@
+"""The ``process`` target: a CLI agent over stdin/stdout, one process per case (stateful).
+
+:class:`AgentProcess` is the reusable part (the pytest ``Test`` API drives one directly): it
+starts the command, reads stdout in chunks until the prompt regex matches, strips ANSI codes,
+keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from specrun.errors import TargetError
+from specrun.kinds import Session, Target
+from specrun.model import Context, Message, Response, parse_duration
+
+DEFAULT_PROMPT = r"\(([^)]*)\) >> $"
+"""Agent Kernel's ``(agent) >> `` prompt; the group is the current agent's name."""
+DEFAULT_READ_TIMEOUT = 30.0
+GRACE_SECONDS = 2.0
+STDERR_LIMIT = 16384
+
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles, links
+    r"|\x1b[ -/]+[0-~]"  # nF: charset selection
+    r"|\x1b(?![\[\]])[0-~]"  # two-byte escapes (not an unfinished CSI or OSC)
+)
+# An escape cut by a chunk boundary: held back until the next chunk completes it.
+_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[ -/]*)\Z")
+_HOLD_LIMIT = 256
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences, ``\\r\\n`` as ``\\n``."""
+    return _ANSI.sub("", text).replace("\r\n", "\n")
+
+
+def _tail(text: str, limit: int = 500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def command_argv(command: str | list[str]) -> list[str]:
+    """The argv of ``command``: a string is shell-split; a leading ``.py`` file runs with this
+    interpreter (``sys.executable``), so ``agent.py`` works from any virtual environment."""
+    argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+    if argv and argv[0].endswith(".py"):
+        argv = [sys.executable, *argv]
+    return argv
+
+
+class AgentProcess:
+    """A CLI agent driven line by line: ``await start()``, ``await ask(text)``, ``await close()``.
+
+    A reply is the text printed before the next prompt (``prompt`` is a regex; its first group,
+    if any, is kept as ``agent_name``). Any failure (exit, no prompt within ``read_timeout``)
+    is a ``TargetError`` carrying the last output and the stderr tail; after one, close it.
+    """
+
+    def __init__(
+        self,
+        command: str | list[str],
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        prompt: str | re.Pattern[str] = DEFAULT_PROMPT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        grace: float = GRACE_SECONDS,
+    ):
+        self.argv = command_argv(command)
+        if not self.argv:
+            raise TargetError("the agent command is empty")
+        self.cwd = cwd
+        self.env = dict(env or {})
+        try:
+            self.prompt = re.compile(prompt) if isinstance(prompt, str) else prompt
+        except re.error as exc:
+            raise TargetError(f"invalid prompt regex {prompt!r}: {exc}") from None
+        self.read_timeout = read_timeout
+        self.grace = grace
+        self.agent_name: str | None = None
+        self.banner = ""
+        self.last_reply = ""
+        self._proc: asyncio.subprocess.Process | None = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._text = ""  # cleaned output not yet consumed as a reply
+        self._held = ""  # a partial escape sequence awaiting the next chunk
+        self._stderr = bytearray()
+        self._stderr_task: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
+    @property
+    def started(self) -> bool:
+        return self._proc is not None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The end of what the process wrote to stderr (ANSI stripped)."""
+        return _tail(strip_ansi(self._stderr.decode("utf-8", "replace")))
+
+    async def start(self) -> str:
+        """Start the process and wait for its first prompt; returns the banner printed before it."""
+        if self._proc is not None:
+            raise TargetError("the agent process is already started")
+        # Unbuffered Python output, so print() before a prompt is not stuck in a pipe buffer.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=env,
+                # Its own process group, so close() also stops what the agent spawned.
+                start_new_session=hasattr(os, "killpg"),
+            )
+        except OSError as exc:
+            raise TargetError(f"cannot start agent {shlex.join(self.argv)!r}: {exc}") from None
+        self._stderr_task = asyncio.create_task(self._drain_stderr())
+        self.banner = await self._read_reply()
+        return self.banner
+
+    async def ask(self, text: str) -> str:
+        """Send ``text`` as one input line (newlines become spaces); return the reply text."""
+        if self._proc is None:
+            await self.start()
+        assert self._proc is not None and self._proc.stdin is not None
+        line = " ".join(text.splitlines())
+        try:
+            self._proc.stdin.write(line.encode() + b"\n")
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            raise await self._exit_error("while reading its input") from None
+        self.last_reply = await self._read_reply()
+        return self.last_reply
+
+    async def _read_reply(self) -> str:
+        assert self._proc is not None and self._proc.stdout is not None
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                while True:
+                    match = self.prompt.search(self._text)
+                    if match:
+                        reply, self._text = self._text[: match.start()], self._text[match.end() :]
+                        if self.prompt.groups:
+                            self.agent_name = match.group(1)
+                        return reply.strip()
+                    chunk = await self._proc.stdout.read(65536)
+                    if not chunk:
+                        raise await self._exit_error("before printing its prompt")
+                    self._feed(chunk)
+        except TimeoutError:
+            raise TargetError(
+                f"no prompt within {self.read_timeout:g}s; last output: "
+                f"{_tail(self._text + self._held)!r}{self._stderr_note()}"
+            ) from None
+
+    def _feed(self, chunk: bytes) -> None:
+        text = strip_ansi(self._held + self._decoder.decode(chunk))
+        partial = _PARTIAL.search(text)
+        if partial and len(text) - partial.start() <= _HOLD_LIMIT:
+            text, self._held = text[: partial.start()], text[partial.start() :]
+        else:
+            self._held = ""
+        self._text += text
+
+    async def _drain_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        while chunk := await self._proc.stderr.read(4096):
+            self._stderr += chunk
+            if len(self._stderr) > STDERR_LIMIT:  # bounded: a chatty agent cannot fill memory
+                del self._stderr[: len(self._stderr) - STDERR_LIMIT]
+
+    def _stderr_note(self) -> str:
+        tail = self.stderr_tail
+        return f"; stderr: {tail!r}" if tail else ""
+
+    async def _exit_error(self, when: str) -> TargetError:
+        assert self._proc is not None
+        try:  # stdout closed: the process is exiting; let it finish and stderr drain
+            await asyncio.wait_for(self._proc.wait(), 2.0)
+            if self._stderr_task is not None:
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+        except TimeoutError:
+            pass
+        code = self._proc.returncode
+        what = f"exited with code {code}" if code is not None else "closed its output"
+        output = _tail(self._text + self._held)
+        return TargetError(
+            f"agent process {what} {when}" + (f"; last output: {output!r}" if output else "") + self._stderr_note()
+        )
+
+    def _signal(self, sig: int) -> None:
+        assert self._proc is not None
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(self._proc.pid, sig)
+            else:
+                self._proc.send_signal(sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def close(self) -> None:
+        """Stop the process: SIGTERM, then SIGKILL after ``grace`` seconds; always reaped."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if proc.returncode is None:
+                self._signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(proc.wait(), self.grace)
+                except TimeoutError:
+                    self._signal(signal.SIGKILL)
+                    await proc.wait()
+        finally:
+            if proc.returncode is None:  # close() itself was cancelled: do not leave it running
+                self._signal(signal.SIGKILL)
+            if proc.stdin is not None:
+                proc.stdin.close()
+            if self._stderr_task is not None:
+                self._stderr_task.cancel()
+                try:
+                    await self._stderr_task
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+
+class ProcessSession(Session):
+    """One agent process for one case: sends the user messages it has not sent yet."""
+
+    def __init__(self, process: AgentProcess):
+        self.process = process
+        self.sent = 0
+
+    @property
+    def agent_name(self) -> str | None:
+        """The agent named by the latest prompt (``(name) >> ``), if the prompt names one."""
+        return self.process.agent_name
+
+    async def send(self, messages: list[Message]) -> Response:
+        new = [m for m in messages if m.role == "user"][self.sent :]
+        if not new:
+            raise TargetError("no new user message to send to the agent process")
+        for message in new:
+            if message.attachments:
+                raise TargetError("the process target sends text only; a message has attachments")
+        if not self.process.started:
+            await self.process.start()
+        reply, start = "", time.perf_counter()
+        for message in new:
+            start = time.perf_counter()
+            reply = await self.process.ask(message.text)
+            self.sent += 1
+        return Response(content=reply, latency_ms=(time.perf_counter() - start) * 1000)
+
+    async def close(self) -> None:
+        await self.process.close()
+
+
+class ProcessTarget(Target):
+    """Starts ``command`` once per case and talks to it over stdin/stdout."""
+
+    name = "process"
+    description = "A CLI agent over stdin/stdout: one process per case, replies end at a prompt."
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "command": {
+                "description": "The command: a list, or a string split like a shell does.",
+                "type": ["string", "array"],
+                "minLength": 1,
+                "minItems": 1,
+                "items": {"type": "string"},
+            },
+            "cwd": {"type": "string", "description": "Working folder, relative to the agent file."},
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": ["string", "number", "boolean"]},
+                "description": "Extra environment variables.",
+            },
+            "prompt": {
+                "type": "string",
+                "description": "Regex marking the end of a reply; group 1 is the agent name "
+                "(default: Agent Kernel's '(name) >> ').",
+            },
+            "read_timeout": {
+                "$ref": "#/$defs/duration",
+                "description": "Longest wait for a prompt (default 30s).",
+            },
+        },
+        "required": ["command"],
+    }
+
+    def __init__(self, config: dict[str, Any], base_dir: Path):
+        super().__init__(config, base_dir)
+        self.argv = command_argv(config["command"])
+        self.cwd = (Path(base_dir) / config.get("cwd", ".")).resolve()
+        self.env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.get("env", {}).items()}
+        self.prompt = config.get("prompt", DEFAULT_PROMPT)
+        self.read_timeout = parse_duration(config.get("read_timeout", DEFAULT_READ_TIMEOUT))
+
+    def problems(self) -> Iterable[tuple[str, str]]:
+        try:
+            re.compile(self.prompt)
+        except re.error as exc:
+            yield "prompt", f"invalid regex {self.prompt!r}: {exc}"
+        if not self.cwd.is_dir():
+            yield "cwd", f"folder {str(self.cwd)!r} does not exist"
+        elif not self.argv:
+            yield "command", "the command is empty"
+        else:
+            program = self.argv[0]
+            path = self.env.get("PATH", os.environ.get("PATH"))
+            found = (self.cwd / program).exists() if os.sep in program else shutil.which(program, path=path)
+            if not found:
+                yield "command", f"program {program!r} not found"
+
+    def process(self, context: Context) -> AgentProcess:
+        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables."""
+        env = {
+            "SPECRUN_CASE_ID": context.case_id,
+            "SPECRUN_USER": context.user,
+            "SPECRUN_TEAM": context.team,
+            "SPECRUN_LOCALE": context.locale,
+            "SPECRUN_RUN": str(context.run),
+            **self.env,
+        }
+        return AgentProcess(self.argv, cwd=self.cwd, env=env, prompt=self.prompt, read_timeout=self.read_timeout)
+
+    def session(self, context: Context) -> ProcessSession:
+        return ProcessSession(self.process(context))
+
+    async def respond(self, messages: list[Message], context: Context) -> Response:
+        """One-shot: a fresh process replays ``messages`` and is closed."""
+        session = self.session(context)
+        try:
+            return await session.send(messages)
+        finally:
+            await session.close()
