@@ -176,7 +176,14 @@ class Runner:
         for job in queue:
             if self._stop:
                 return
-            await self._run_job(job)
+            try:
+                result = await self.run_one(job)
+            except _Cancelled as cancelled:
+                self._emit(cancelled.result)
+                raise asyncio.CancelledError from None
+            self._emit(result)
+            if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
+                self._stop_others("--fail-fast")
 
     def _stop_others(self, reason: str) -> None:
         self._stop = reason
@@ -231,7 +238,11 @@ class Runner:
         finally:
             await session.close()
 
-    async def _run_job(self, job: Job) -> None:
+    async def run_one(self, job: Job) -> Result:
+        """Run one case once (hooks included) and return its result, without reporting it.
+
+        If the task is cancelled, the interrupted result is carried by ``_Cancelled``.
+        """
         case = job.case
         started = time.perf_counter()
         ctx = self.context_for(case, job.run)
@@ -266,11 +277,9 @@ class Runner:
                 failure = f"after hook {case.after} failed: {type(exc).__name__}: {exc}"
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
-        self._emit(result)
-        if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
-            self._stop_others("--fail-fast")
         if cancelled:
-            raise asyncio.CancelledError
+            raise _Cancelled(result)
+        return result
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
@@ -364,3 +373,10 @@ class Runner:
 
 class _HookFailed(Exception):
     pass
+
+
+class _Cancelled(Exception):
+    """A cancelled case, with the result recorded for it."""
+
+    def __init__(self, result: Result):
+        self.result = result
