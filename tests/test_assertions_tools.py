@@ -183,6 +183,10 @@ def boom(output, input, expected):
 
 def weird(output, input, expected):
     return "yes"
+
+def off_the_loop(output, input, expected):
+    import threading
+    return threading.current_thread() is not threading.main_thread()
 """
 
 
@@ -231,6 +235,10 @@ async def test_script_returning_a_mapping(suite_dir: Path):
 async def test_script_async_and_with_context(suite_dir: Path):
     assert (await run_script(suite_dir, "x", f"{SCRIPTS}.checks:slow")).passed
     assert (await run_script(suite_dir, "x", f"{SCRIPTS}.checks.with_context", options={"limit": 3})).passed
+
+
+async def test_a_sync_script_runs_in_a_worker_thread(suite_dir: Path):
+    assert (await run_script(suite_dir, "x", f"{SCRIPTS}.checks.off_the_loop")).passed
 
 
 async def test_script_use_alias(suite_dir: Path):

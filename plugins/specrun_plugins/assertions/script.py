@@ -5,6 +5,7 @@ Registered by the family's register_assertion_types hook.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import inspect
 from collections.abc import Callable, Iterable
@@ -125,9 +126,12 @@ class Script(AssertionType):
                 }
             )
         try:
-            result = func(*args)
-            if inspect.isawaitable(result):
-                result = await result
+            if inspect.iscoroutinefunction(func):
+                result = await func(*args)
+            else:  # like a sync hook: in a worker thread, so a slow script blocks no other case
+                result = await asyncio.to_thread(func, *args)
+                if inspect.isawaitable(result):
+                    result = await result
         except Exception as exc:
             raise EvaluationError(f"script {ref} raised {type(exc).__name__}: {exc}") from exc
         return _verdict(result, ref, expected, output)
