@@ -41,7 +41,7 @@ def _case_needs_model(case: Case, agent: Agent, registry: Any) -> bool:
     types = [a.type for a in case.assertions] + [c.assertion.type for c in case.checkpoints]
     if any(getattr(registry.get("assertion", t), "needs_model", False) for t in types):
         return True
-    if case.dynamic and case.simulator is not None and case.simulator.get("type", "agent") != "scripted":
+    if case.simulator is not None and registry.get("simulator", case.simulator.get("type", "agent")).needs_model:
         return True
     return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
 
