@@ -1,0 +1,253 @@
+"""Model-judged assertions: ``llm`` (a rubric judged by a model) and ``agent`` (a validator agent).
+
+The judge answers ``{passed, score, reason}``. An answer that is not such JSON is asked for
+once more, then the assertion is an error, never a silent pass or fail. The reason is the
+verdict's message; tokens and cost go to ``details["usage"]`` for the runner to add to the case.
+Registered by the family's register_assertion_types hook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, ClassVar
+
+from specrun.errors import EvaluationError
+from specrun.kinds import AssertionType, Check, Verdict
+from specrun.model import Assertion, Message, Usage
+from specrun.models import JudgeReply, parse_judge_reply
+
+LLM_PROMPT_VERSION = "llm-judge/1"
+VALIDATOR_PROMPT_VERSION = "validator/1"
+_REMINDER = (
+    'Reply with a JSON object only: {"passed": true or false, "score": <number from 0 to 1>, '
+    '"reason": "<one or two sentences>"}.'
+)
+
+JUDGE_SYSTEM = f"""\
+You are an impartial evaluator of an AI agent's response. Decide whether the response meets \
+the criteria. Judge only against the criteria (and the reference answer, when one is given): \
+do not reward length or style unless the criteria ask for it. Cite the response in your reason.
+{_REMINDER} The score says how fully the criteria are met; passed is true when they are met."""
+
+_THRESHOLD = {"type": "number", "minimum": 0, "maximum": 1}
+_MODEL = {"type": "string", "description": "litellm model name; default: the project's judge."}
+
+
+def render_conversation(messages: list[Message]) -> str:
+    """The conversation as ``role: text`` lines, attachments named."""
+    lines = []
+    for message in messages:
+        text = message.text
+        for part in message.attachments:
+            name = part.get("path") or part.get("source") or ""
+            text += f" [{part.get('type', 'file')}: {str(name).rsplit('/', 1)[-1]}]"
+        lines.append(f"{message.role}: {text}")
+    return "\n".join(lines) or "(none)"
+
+
+def judge_prompt(check: Check, criteria: str, expected: Any = None) -> str:
+    """What the judge reads: criteria, conversation, reference answer, tool calls, response."""
+    parts = [f"CRITERIA:\n{criteria}", f"CONVERSATION:\n{render_conversation(_messages(check))}"]
+    if expected is not None:
+        text = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
+        parts.append(f"REFERENCE ANSWER:\n{text}")
+    if check.response.tool_calls:
+        calls = [c.to_dict() for c in check.response.tool_calls]
+        parts.append(f"TOOL CALLS MADE BY THE AGENT:\n{json.dumps(calls, default=str)}")
+    parts.append(f"AGENT RESPONSE:\n{check.response.text}")
+    return "\n\n".join(parts)
+
+
+def _messages(check: Check) -> list[Message]:
+    return check.messages or check.case.input
+
+
+def services_of(check: Check, what: str) -> Any:
+    """The runner's services, or an ``EvaluationError`` saying ``what`` needs them."""
+    services = check.services
+    if services is None or getattr(services, "models", None) is None:
+        raise EvaluationError(f"{what} needs a model client (run it with `specrun run`)")
+    return services
+
+
+def run_of(check: Check) -> int:
+    return int(getattr(check.services, "run", None) or check.context.run or 1)
+
+
+def usage_details(usage: Usage | None) -> dict[str, Any]:
+    """``{"usage": {...}}`` when anything was spent, for ``Verdict.details``."""
+    if usage is None or not (usage.total_tokens or usage.cost):
+        return {}
+    return {"usage": usage.to_dict()}
+
+
+def _verdict(reply: JudgeReply, threshold: float | None, expected: Any, **extra: Any) -> Verdict:
+    passed = reply.decide(threshold)
+    details = {
+        "reason": reply.reason,
+        "score": reply.score,
+        "judge_passed": reply.passed,
+        "threshold": threshold,
+        **{k: v for k, v in extra.items() if v is not None},
+        **usage_details(reply.usage),
+    }
+    message = reply.reason or ("the judge gave no reason" if passed else "failed (no reason given)")
+    return Verdict(passed, message, expected=expected, score=reply.score, details=details)
+
+
+async def model_judge(
+    check: Check, criteria: str, *, expected: Any, model: str | None, version: str, what: str
+) -> JudgeReply:
+    """Ask the run's judge model; an unparseable reply is retried once, then an error."""
+    client = services_of(check, what).models
+    messages = [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {"role": "user", "content": judge_prompt(check, criteria, expected)},
+    ]
+    reply, usage = await client.complete_json(
+        messages,
+        parse_judge_reply,
+        reminder=_REMINDER,
+        model=model,
+        purpose="judge",
+        run=run_of(check),
+        version=version,
+    )
+    reply.usage = usage
+    return reply
+
+
+class LlmJudge(AssertionType):
+    name = "llm"
+    description = "A model judges the response against criteria (and an optional reference)."
+    needs_model: ClassVar[bool] = True
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "criteria": {"type": "string", "minLength": 1, "description": "What a good response does."},
+            "expected": {"description": "A reference answer the judge may compare with."},
+            "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default 0.5)."},
+            "model": _MODEL,
+        },
+        "required": ["criteria"],
+    }
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        params = assertion.params
+        threshold = float(params.get("threshold", 0.5))
+        expected = params.get("expected")
+        reply = await model_judge(
+            check,
+            params["criteria"],
+            expected=expected,
+            model=params.get("model"),
+            version=LLM_PROMPT_VERSION,
+            what="the llm assertion",
+        )
+        return _verdict(reply, threshold, params["criteria"], model=params.get("model"))
+
+
+def _criteria(metadata: dict[str, Any]) -> str:
+    criteria = str(metadata.get("criteria") or "")
+    extra = [f"- {k}: {v}" for k, v in metadata.items() if k not in ("criteria", "conversation")]
+    return criteria + ("\nAlso:\n" + "\n".join(extra) if extra else "")
+
+
+class AgentJudge(AssertionType):
+    name = "agent"
+    description = (
+        "A validator agent (use: agents:<id>) or the built-in validator judges the response "
+        "against options.metadata.criteria."
+    )
+    needs_model: ClassVar[bool] = True
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "use": {
+                "type": "string",
+                "pattern": "^agents:.+",
+                "description": "agents:<id>: the validator agent; default: the built-in validator.",
+            },
+            "options": {
+                "type": "object",
+                "properties": {
+                    "metadata": {
+                        "type": "object",
+                        "properties": {"criteria": {"type": "string"}},
+                    }
+                },
+                "description": "Options passed to the validator; metadata.criteria says what to check.",
+            },
+            "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default: the judge's passed)."},
+            "model": _MODEL,
+        },
+    }
+
+    def problems(self, assertion: Assertion, base_dir: Any) -> Any:
+        metadata = (assertion.params.get("options") or {}).get("metadata") or {}
+        if "use" not in assertion.params and not metadata.get("criteria"):
+            yield "options", "the built-in validator needs options.metadata.criteria (or give `use: agents:<id>`)"
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        params = assertion.params
+        options = dict(params.get("options") or {})
+        metadata = dict(options.get("metadata") or {})
+        threshold = params.get("threshold")
+        threshold = float(threshold) if threshold is not None else None
+        criteria = _criteria(metadata)
+        if "use" not in params:
+            if not metadata.get("criteria"):
+                raise EvaluationError("the agent assertion needs options.metadata.criteria without `use`")
+            reply = await model_judge(
+                check,
+                criteria,
+                expected=None,
+                model=params.get("model"),
+                version=VALIDATOR_PROMPT_VERSION,
+                what="the agent assertion",
+            )
+            return _verdict(reply, threshold, metadata.get("criteria"), validator="built-in")
+        agent_id = str(params["use"]).removeprefix("agents:")
+        reply = await self._ask_agent(agent_id, check, options, metadata, criteria)
+        return _verdict(reply, threshold, metadata.get("criteria"), validator=agent_id)
+
+    async def _ask_agent(
+        self, agent_id: str, check: Check, options: dict[str, Any], metadata: dict[str, Any], criteria: str
+    ) -> JudgeReply:
+        services = check.services
+        if services is None:
+            raise EvaluationError(f"validator agent {agent_id!r} cannot be called outside a run")
+        metadata = {
+            "test_mode": "validator",
+            **metadata,
+            "input": [m.to_dict() for m in _messages(check)],
+            "output": check.response.content,
+            "tool_calls": [c.to_dict() for c in check.response.tool_calls],
+        }
+        context = dataclasses.replace(check.context, options={**options, "metadata": metadata})
+        prompt = f"{judge_prompt(check, criteria)}\n\n{_REMINDER}"
+        messages = [Message("user", prompt)]
+        usage = Usage()
+        problem, text = "", ""
+        for attempt in (1, 2):
+            try:
+                response = await services.call_agent(agent_id, messages, context)
+            except EvaluationError:
+                raise
+            except Exception as exc:
+                raise EvaluationError(f"validator agent {agent_id!r} failed: {type(exc).__name__}: {exc}") from exc
+            usage.add(response.usage)
+            text = response.text
+            try:
+                reply = parse_judge_reply(response.content if isinstance(response.content, dict) else text)
+            except ValueError as exc:
+                problem = str(exc)
+                if attempt == 1:
+                    reminder = f"Your reply could not be used: {problem}. {_REMINDER}"
+                    messages = [*messages, Message("assistant", text), Message("user", reminder)]
+                continue
+            reply.usage = usage
+            return reply
+        excerpt = " ".join(text.split())[:200]
+        raise EvaluationError(
+            f"validator agent {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}"
+        )

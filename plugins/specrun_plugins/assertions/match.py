@@ -1,0 +1,105 @@
+"""The ``match`` assertion: Agent Kernel's compare (score, llm or fallback) over expected answers.
+
+The verdict's details record the stage that decided and every attempt; see ``specrun.compare``.
+Registered by the family's register_assertion_types hook.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from specrun.compare import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
+from specrun.errors import EvaluationError
+from specrun.kinds import AssertionType, Check, Verdict
+from specrun.model import MISSING, Assertion
+
+from .judge import run_of, usage_details
+
+
+def _alternatives(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    if not items or any(isinstance(i, dict | list) or i is None for i in items):
+        raise EvaluationError(f"match needs `expected` text or a list of texts, not {value!r}")
+    return [str(i) for i in items]
+
+
+def _mode(params: dict[str, Any], services: Any) -> str:
+    models = getattr(services, "models", None)
+    return (
+        params.get("mode")
+        or getattr(services, "compare_mode", None)
+        or getattr(models, "compare_mode", None)
+        or DEFAULT_MODE
+    )
+
+
+class Match(AssertionType):
+    name = "match"
+    description = (
+        "The response matches one of the expected answers: score (quasi-exact), "
+        "llm (a judge per answer) or fallback (score, then llm)."
+    )
+    needs_model: ClassVar[bool] = True
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "expected": {
+                "type": ["string", "array"],
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "Acceptable answers (any one passes); default: the case's expected.",
+            },
+            "threshold": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": f"Pass when an answer's score >= threshold (default {DEFAULT_THRESHOLD}).",
+            },
+            "mode": {"enum": list(MODES), "description": "Default: compare_mode in specrun.yaml, else fallback."},
+            "contains": {
+                "type": "boolean",
+                "description": "Score mode also passes when an expected answer occurs in the response as whole words.",
+            },
+            "model": {"type": "string", "description": "litellm model for the llm stage."},
+        },
+    }
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        params = assertion.params
+        expected = params.get("expected", MISSING)
+        if expected is MISSING:
+            expected = check.case.expected
+        if expected is MISSING:
+            raise EvaluationError("match needs `expected` on the assertion or on the case")
+        alternatives = _alternatives(expected)
+        services = check.services
+        mode = _mode(params, services)
+        messages = check.messages or check.case.input
+        users = [m for m in messages if m.role == "user"]
+        result = await compare(
+            check.response.text,
+            alternatives,
+            mode=mode,
+            threshold=float(params.get("threshold", DEFAULT_THRESHOLD)),
+            user_input=users[-1].text if users else None,
+            judge=getattr(services, "models", None),
+            containment=bool(params.get("contains", False)),
+            model=params.get("model"),
+            run=run_of(check),
+        )
+        details = {k: v for k, v in result.to_dict().items() if k != "usage"}
+        details.update(usage_details(result.usage))
+        reason = result.reason
+        if result.passed:
+            message = f"matched by {result.decided_by}" + (f": {reason}" if reason else "")
+        elif result.decided_by == "score":
+            message = f"no expected answer matches (score mode, threshold {result.threshold:g})"
+        else:
+            message = f"no expected answer judged close enough: {reason}"
+        return Verdict(
+            result.passed,
+            message,
+            expected=alternatives,
+            actual=check.response.text,
+            score=result.score,
+            details=details,
+        )
