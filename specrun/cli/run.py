@@ -41,6 +41,11 @@ import click
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
 @click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
+@click.option(
+    "--save",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write generated cases to FILE (.jsonl/.yaml/.json).",
+)
 @click.option("--simulator", help="Default simulator agent id for dynamic cases.")
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
@@ -102,6 +107,8 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     runner = Runner(project, plugins, options, models=models)
     context = SourceContext(Loader(registry), project, runner.services(1), flags["name"])
     suites = await load_inputs(specs, context, plugins)
+    if flags["save"]:
+        _save_generated(suites, flags["save"])
     plan = build_plan(
         suites, project, plugins, flags["name"], flags["run_filter"], flags["connector"], flags["simulator"]
     )
@@ -213,3 +220,33 @@ def _show_plan(plan: Any, runs: int) -> None:
         if case.input:
             click.echo(f"    input: {clean(case.title, 100)}")
     click.echo(f"{len(plan.pairs)} cases x {runs} run(s); nothing was run or written (--dry-run)")
+
+
+def _save_generated(suites: list[Any], path: Path) -> None:
+    """Write the cases of generated suites (``agents:``, ``scripts:``) as a suite file for review."""
+    from ..errors import UsageError
+
+    cases = [case.raw for suite in suites if suite.generated for case in suite.cases]
+    if not cases:
+        raise UsageError("--save: no generated cases to save (it saves cases from agents: or scripts: inputs)")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        text = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases)
+    elif suffix == ".json":
+        text = json.dumps({"cases": cases}, ensure_ascii=False, indent=2) + "\n"
+    elif suffix in (".yaml", ".yml"):
+        import io
+
+        from ruamel.yaml import YAML
+
+        buffer = io.StringIO()
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.allow_unicode = True
+        yaml.dump({"cases": cases}, buffer)
+        text = buffer.getvalue()
+    else:
+        raise UsageError(f"--save {path}: unknown extension {path.suffix!r} (use .jsonl, .yaml, .yml or .json)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, "utf-8")
+    click.echo(f"Saved {len(cases)} generated case{'s' * (len(cases) != 1)} to {path}")
