@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .model import Result, RunInfo, format_duration
+from .redact import redact
 
 RULE = "═" * 63
 THIN = "─" * 63
@@ -23,7 +24,7 @@ STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"
 
 def clean(text: Any, limit: int | None = None) -> str:
     """Agent text made safe for one terminal line: control codes removed, optionally cut."""
-    value = _CONTROL.sub("", str(text))
+    value = _CONTROL.sub("", redact(str(text)))
     if limit is not None:
         value = " ".join(value.split())
         if len(value) > limit:

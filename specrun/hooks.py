@@ -7,22 +7,22 @@ Signatures follow the seed: ``Before(ctx, case)`` returns data (or ``{"data": ..
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .blocking import run_blocking
 from .imports import load_callable
 
 
 async def call_hook(ref: str, search: Iterable[Path], *args: Any) -> Any:
-    """Call the hook ``ref`` with ``args``; a sync hook runs in a worker thread."""
+    """Call the hook ``ref`` with ``args``; a sync hook runs in a daemon thread."""
     func = load_callable(ref, search)
     if inspect.iscoroutinefunction(func):
         result = await func(*args)
     else:
-        result = await asyncio.to_thread(func, *args)
+        result = await run_blocking(func, *args)
     if isinstance(result, dict) and set(result) == {"data"}:
         return result["data"]
     return result

@@ -11,6 +11,7 @@ import click
 
 from .. import __version__
 from ..errors import SpecrunError
+from ..redact import redact
 
 COMMANDS = {
     "run": "specrun.cli.run",
@@ -77,9 +78,8 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        click.echo(
-            f"specrun: {exc}" if not str(exc).startswith(("/", ".")) and "\n" not in str(exc) else str(exc), err=True
-        )
+        message = redact(str(exc))
+        click.echo(message if "\n" in message else f"specrun: {message}", err=True)
         code = exc.exit_code
     except KeyboardInterrupt:
         click.echo("specrun: interrupted", err=True)
@@ -89,6 +89,6 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        click.echo(f"specrun: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)", err=True)
+        click.echo(f"specrun: internal error: {type(exc).__name__}: {redact(str(exc))} (rerun with --debug)", err=True)
         code = 3
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,6 +1,7 @@
 """The JSONL result stream: a ``start`` line, one ``result`` line per case as it completes, a ``summary``.
 
-Each line is flushed when written, so a killed run keeps every result it had.
+Each line is flushed when written, so a killed run keeps every result it had. Secret values
+are masked here, so every report built from the stream is clean too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import IO, Any
 
 from specrun.kinds import Reporter
 from specrun.model import Result, RunInfo
+from specrun.redact import redact
 
 
 class JsonlReporter(Reporter):
@@ -24,7 +26,7 @@ class JsonlReporter(Reporter):
 
     def _write(self, record: dict[str, Any]) -> None:
         assert self._file is not None
-        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.write(redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
         self._file.flush()
 
     def start(self, info: RunInfo) -> None:

@@ -1,0 +1,33 @@
+"""Keep secrets out of reports and logs: values of secret-looking environment variables are masked.
+
+A variable is secret when its name ends in ``_KEY``, ``_TOKEN``, ``_SECRET``, ``_PASSWORD`` or
+``_CREDENTIALS`` (``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ...) or is a known provider key. Values
+shorter than 8 characters are left alone: masking ``true`` or ``1`` everywhere would garble
+reports without protecting anything.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS|^AWS_SECRET_ACCESS_KEY|^AZURE_API_KEY)$", re.I)
+MIN_LENGTH = 8
+
+
+@functools.cache
+def _pattern(items: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    secrets = {value: name for name, value in items if SECRET_NAME.search(name) and len(value) >= MIN_LENGTH}
+    if not secrets:
+        return None, {}
+    ordered = sorted(secrets, key=len, reverse=True)  # longest first: a secret containing another
+    return re.compile("|".join(re.escape(s) for s in ordered)), secrets
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret environment value replaced by ``[REDACTED:NAME]``."""
+    pattern, names = _pattern(tuple(sorted(os.environ.items())))
+    if pattern is None or not text:
+        return text
+    return pattern.sub(lambda m: f"[REDACTED:{names[m.group(0)]}]", text)

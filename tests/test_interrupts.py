@@ -1,0 +1,137 @@
+"""Ctrl-C and SIGTERM mid-run: nothing lost, hooks still run, the report is valid and marked, exit code says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SPECRUN = str(Path(sys.executable).with_name("specrun"))
+
+AGENT = """
+import asyncio, time
+
+async def slow(messages, ctx):
+    await asyncio.sleep(float(messages[-1].text))
+    return "done"
+
+def blocking(messages, ctx):
+    time.sleep(float(messages[-1].text))
+    return "done"
+"""
+
+HOOKS = """
+import json, os, time
+
+def _log(*event):
+    with open(os.environ["HOOK_LOG"], "a") as fh:
+        fh.write(json.dumps(event) + "\\n")
+
+def After(ctx, case, result, data):
+    _log("after", case.id, result.status, result.error)
+
+def SlowAfter(ctx, case, result, data):
+    _log("slow-after", case.id)
+    time.sleep(60)
+
+def AfterAll(ctx, results, data):
+    _log("after_all", sorted(r["status"] for r in results))
+"""
+
+
+def project(tmp_path: Path, cases: list[dict], function: str = "slow") -> None:
+    (tmp_path / "specrun.yaml").write_text("timeout: 120s\n")
+    (tmp_path / "agent_mod.py").write_text(AGENT)
+    (tmp_path / "hooks_mod.py").write_text(HOOKS)
+    (tmp_path / "agent.yaml").write_text(f"target: python:agent_mod:{function}\n")
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "HOOK_LOG": str(tmp_path / "hooks.log")}
+    return subprocess.Popen(
+        [SPECRUN, "suite.jsonl", *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_results(path: Path, count: int, limit: float = 30) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if path.exists() and sum('"type": "result"' in line for line in path.read_text().splitlines()) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{count} results never appeared in {path}")
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_run_keeps_every_result_and_runs_hooks(tmp_path, sig, code):
+    cases = [{"id": "quick", "input": "0", "after": "hooks_mod.After"}]
+    cases += [{"id": f"slow{i}", "input": "60", "after": "hooks_mod.After"} for i in range(2)]
+    cases += [{"id": f"queued{i}", "input": "60"} for i in range(5)]  # queued0 starts when quick ends
+    project(tmp_path, cases)
+    proc = start(tmp_path, "--parallel", "3", "-o", "out.jsonl", "--after", "hooks_mod.AfterAll")
+    wait_for_results(tmp_path / "out.jsonl", 1)
+    time.sleep(0.3)  # both slow cases are in flight
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == code, err
+    lines = records(tmp_path / "out.jsonl")
+    results = {r["id"]: r for r in lines if r["type"] == "result"}
+    assert results["quick"]["status"] == "passed"
+    assert results["slow0"]["status"] == results["slow1"]["status"] == "error"
+    assert results["slow0"]["error"] == "interrupted"
+    summary = lines[-1]
+    assert summary["type"] == "summary" and summary["interrupted"] is True
+    assert results["queued0"]["error"] == "interrupted"
+    assert summary["not_run"] == 4 and summary["total"] == 4
+    events = [json.loads(line) for line in (tmp_path / "hooks.log").read_text().splitlines()]
+    assert ["after", "slow0", "error", "interrupted"] in events
+    assert events[-1] == ["after_all", ["error", "error", "error", "passed"]]
+    assert "INTERRUPTED" in out
+    assert "Traceback" not in err
+
+
+def test_second_ctrl_c_exits_at_once(tmp_path):
+    project(tmp_path, [{"id": "slow", "input": "60", "after": "hooks_mod.SlowAfter"}])
+    proc = start(tmp_path, "-o", "out.jsonl")
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "out.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)  # the case is cancelled; its after hook now sleeps 60 s
+    deadline = time.monotonic() + 20
+    while "slow-after" not in ((tmp_path / "hooks.log").read_text() if (tmp_path / "hooks.log").exists() else ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert time.monotonic() - started < 5
+
+
+def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path):
+    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "1s"}, {"id": "fine", "input": "0"}], "blocking")
+    started = time.monotonic()
+    proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
+    proc.communicate(timeout=30)
+    assert time.monotonic() - started < 15
+    results = {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
+    assert results["stuck"]["error"] == "timeout after 1.0s"
+    assert results["fine"]["status"] == "passed"
+    assert proc.returncode == 1
