@@ -1,0 +1,174 @@
+"""Shared by the whole-file reporters: atomic writes and the re-read result stream.
+
+A whole-file reporter keeps nothing during the run; in ``finish`` it scans the streamed JSONL
+once (per-case statistics and each line's offset, see ``specrun.stability.scan``) and then
+reads the records of one case at a time while it writes, so memory does not grow with outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from specrun import __version__
+from specrun.stability import CaseStats, Stream, scan
+
+ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
+LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """Write to a temporary file in the same folder, then rename it over ``path``.
+
+    Readers see the old file or the whole new one, never half of it; on any exception the
+    temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes the file private; a report gets the mode of the file it replaces.
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def as_text(value: Any) -> str:
+    """An output or value for display: text as is, anything else as indented JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n").replace("\r", "\n")
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit} more characters; see the JSON report)"
+
+
+def message_text(message: Any) -> str:
+    """A chat message (or a plain turn input) as ``role: text`` lines."""
+    if isinstance(message, dict) and "role" in message:
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "\n".join(
+                p.get("text", "") if p.get("type") == "text" else f"[{p.get('type', 'part')}]"
+                for p in content
+                if isinstance(p, dict)
+            )
+        return f"{message['role']}: {as_text(content)}"
+    return as_text(message)
+
+
+def input_text(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(message_text(m) for m in value)
+    return as_text(value)
+
+
+def bad_assertions(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The assertions of a result that failed or could not reach a verdict."""
+    return [a for a in record.get("assertions") or [] if isinstance(a, dict) and a.get("status") in ("failed", "error")]
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 1000:
+        return f"{value:.0f}ms"
+    if value < 60000:
+        return f"{value / 1000:.1f}s"
+    return f"{value / 60000:.1f}m"
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def cost(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+@dataclass
+class Report:
+    """What a whole-file reporter writes from: run info, summary, cases in suite order."""
+
+    info: dict[str, Any]
+    summary: dict[str, Any]
+    stream: Stream
+    cases: list[CaseStats]
+
+    @property
+    def multi(self) -> bool:
+        """True when cases ran more than once (stability fields are shown)."""
+        return int(self.summary.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in self.cases)
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.summary.get("interrupted"))
+
+    def records(self, case: CaseStats) -> list[dict[str, Any]]:
+        """The result records of one case, in run order (read from the stream file now)."""
+        return list(self.stream.records(case))
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        env = self.info.get("environment")
+        return dict(env) if isinstance(env, dict) else {}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        info = self.info
+        data: dict[str, Any] = {
+            "started_at": info.get("started_at") or None,
+            "completed_at": self.summary.get("completed_at")
+            or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "inputs": info.get("inputs") or [],
+            "target": info.get("target"),
+            "runs": info.get("runs") or self.summary.get("runs_per_case") or 1,
+            "parallel": info.get("parallel"),
+            "timeout_s": info.get("timeout_s"),
+            "interrupted": self.interrupted,
+            "version": __version__,
+        }
+        return data
+
+    def title_fields(self) -> list[tuple[str, Any]]:
+        """The run's identity, for report headers: agent, target, connector when known."""
+        fields = [("Agent", self.info.get("agent_id")), ("Target", self.info.get("target"))]
+        fields.append(("Connector", self.info.get("connector")))
+        return [(k, v) for k, v in fields if v]
+
+
+# What only the runner knows; every count and rate is recomputed from the stream instead, so
+# a report is right whatever the caller counted (runs or cases).
+_RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate")
+
+
+def load(summary: dict[str, Any], results_path: Path) -> Report:
+    """Scan the streamed results; statistics come from the stream, run facts from ``summary``."""
+    stream = scan(Path(results_path), summary.get("min_pass_rate"))
+    merged = stream.aggregator.summary()
+    for source in (stream.summary or {}, summary):
+        merged.update({k: v for k, v in source.items() if k in _RUNNER_KEYS or k not in merged})
+    merged.pop("type", None)
+    return Report(stream.start, merged, stream, stream.aggregator.cases())

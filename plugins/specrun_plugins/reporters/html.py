@@ -1,0 +1,310 @@
+"""The ``.html`` reporter: one self-contained page (inline CSS and JS, nothing fetched).
+
+Registered through register_reporters (see this package). Every row is rendered here, with
+every byte of agent and suite text passed through ``html.escape(quote=True)``; the page's one
+script only toggles ``hidden`` on rows (status buttons, free-text filter) and reads no data.
+A Content-Security-Policy allows that script by its hash and nothing else: no other script,
+no inline event handler, no network request, even if some text were not escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from html import escape
+from pathlib import Path
+from typing import IO, Any
+
+from specrun.kinds import Reporter
+from specrun.stability import CaseStats
+
+from ._common import ICONS, LABELS, Report, as_text, atomic_writer, clip, cost, fmt_ms, input_text, load, pct
+
+MAX_CHARS = 50_000  # per text block; the JSON report has everything
+MAX_CHART_ROWS = 500
+
+CSS = """
+*{box-sizing:border-box}body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;
+padding:16px;color:#1f2328;background:#fff}h1{margin:0 0 4px}h2{margin:24px 0 8px;font-size:18px}
+.meta{color:#59636e}[hidden]{display:none!important}
+.banner{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px;margin:12px 0}
+.cards{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0}
+.card{border:1px solid #d1d9e0;border-radius:8px;padding:8px 14px;min-width:110px}
+.card .num{font-size:22px;font-weight:600}.card .label{color:#59636e;font-size:12px}
+.c-passed .num{color:#1a7f37}.c-failed .num{color:#d1242f}.c-error .num{color:#9a6700}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d1d9e0;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}
+.chart{display:grid;grid-template-columns:minmax(80px,240px) 1fr 70px;gap:2px 8px;align-items:center}
+.bar-row{display:contents}.bar-label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.track{background:#eff2f5;height:12px;border-radius:3px;overflow:hidden}
+.bar{display:block;height:100%;background:#0969da}.bar.s-passed{background:#1a7f37}
+.bar.s-failed{background:#d1242f}.bar.s-error{background:#bf8700}.bar.s-skipped{background:#8c959f}
+.controls{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:8px 0}
+button{border:1px solid #d1d9e0;background:#f6f8fa;border-radius:6px;padding:4px 10px;cursor:pointer}
+button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
+#filter{padding:5px 8px;border:1px solid #d1d9e0;border-radius:6px;min-width:260px}
+.case{border:1px solid #d1d9e0;border-radius:6px;margin:6px 0;padding:0 10px}
+.case>summary{cursor:pointer;padding:6px 0;display:flex;gap:10px;align-items:baseline}
+.case.s-failed{border-left:4px solid #d1242f}.case.s-error{border-left:4px solid #bf8700}
+.case.s-passed{border-left:4px solid #1a7f37}.cid{font-weight:600;font-family:monospace}
+.cname{color:#59636e;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.body{padding:0 0 10px}pre{background:#f6f8fa;padding:8px;border-radius:6px;overflow:auto;
+white-space:pre-wrap;word-break:break-word;max-height:480px;margin:4px 0}
+details.part>summary{cursor:pointer;font-weight:600;margin:6px 0}.where{color:#59636e;font-size:12px}
+"""
+
+SCRIPT = """
+(function () {
+  var status = "all", text = "";
+  var cases = Array.prototype.slice.call(document.querySelectorAll("#cases .case"));
+  var bars = Array.prototype.slice.call(document.querySelectorAll(".bar-row"));
+  var buttons = Array.prototype.slice.call(document.querySelectorAll("button[data-filter]"));
+  var input = document.getElementById("filter");
+  var shown = document.getElementById("shown");
+  function words(el) {
+    if (el.specrunText === undefined) el.specrunText = el.textContent.toLowerCase();
+    return el.specrunText;
+  }
+  function apply() {
+    var visible = {}, n = 0;
+    cases.forEach(function (el) {
+      var ok = (status === "all" || el.getAttribute("data-status") === status) &&
+        (!text || words(el).indexOf(text) !== -1);
+      el.hidden = !ok;
+      if (ok) { visible[el.id] = true; n += 1; }
+    });
+    bars.forEach(function (el) { el.hidden = !visible[el.getAttribute("data-case")]; });
+    shown.textContent = n + " of " + cases.length + " shown";
+  }
+  buttons.forEach(function (b) {
+    b.addEventListener("click", function () {
+      status = b.getAttribute("data-filter");
+      buttons.forEach(function (x) { x.setAttribute("aria-pressed", String(x === b)); });
+      apply();
+    });
+  });
+  input.addEventListener("input", function () { text = input.value.trim().toLowerCase(); apply(); });
+  apply();
+})();
+"""
+
+_HASH = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+CSP = (
+    f"default-src 'none'; script-src 'sha256-{_HASH}'; style-src 'unsafe-inline'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
+)
+
+
+def e(value: Any) -> str:
+    """Escaped for HTML text and attribute values."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _pre(value: Any, limit: int) -> str:
+    return f"<pre>{e(clip(as_text(value), limit))}</pre>"
+
+
+def _part(title: str, body: str, open_: bool = False) -> str:
+    return f'<details class="part"{" open" if open_ else ""}><summary>{e(title)}</summary>{body}</details>'
+
+
+def _cards(report: Report) -> str:
+    s = report.summary
+    cards: list[tuple[str, Any, str]] = [
+        ("Total", s.get("total_cases"), ""),
+        ("Passed", s.get("passed"), "c-passed"),
+        ("Failed", s.get("failed"), "c-failed"),
+        ("Errors", s.get("errors"), "c-error"),
+        ("Skipped", s.get("skipped"), ""),
+        ("Pass rate", pct(s.get("overall_pass_rate")), ""),
+        ("Duration", fmt_ms(s.get("duration_ms")), ""),
+    ]
+    if report.multi:
+        k = s.get("runs_per_case")
+        cards += [("Runs per case", k, ""), ("Stable", s.get("stable_cases"), "c-passed")]
+        cards += [("Unstable", s.get("unstable_cases"), "c-failed")]
+        cards += [(f"pass^{k}", pct(s.get("pass_hat_k")), ""), (f"pass@{k}", pct(s.get("pass_at_k")), "")]
+    if s.get("min_pass_rate") is not None:
+        cards.append(("Gate", pct(s["min_pass_rate"]), ""))
+    usage = s.get("usage")
+    if isinstance(usage, dict):
+        cards += [("Tokens", usage.get("total_tokens"), ""), ("Cost", cost(usage.get("cost")), "")]
+    body = "".join(
+        f'<div class="card {cls}"><div class="num">{e(v if v is not None else "-")}</div>'
+        f'<div class="label">{e(label)}</div></div>'
+        for label, v, cls in cards
+    )
+    return f'<section id="summary" class="cards">{body}</section>'
+
+
+def _charts(report: Report) -> str:
+    cases = report.cases[:MAX_CHART_ROWS]
+    if not cases:
+        return ""
+    longest = max((c.total_ms / c.runs for c in cases if c.runs), default=0.0) or 1.0
+    rates, durations = [], []
+    for i, c in enumerate(cases):
+        label = f'<span class="bar-label" title="{e(c.id)}">{e(c.id)}</span>'
+        rate = c.pass_rate or 0.0
+        avg = c.total_ms / c.runs if c.runs else 0.0
+        row = f'<div class="bar-row" data-case="case-{i}">{label}<span class="track">'
+        rates.append(
+            f'{row}<span class="bar s-{c.status}" style="width:{rate:.1f}%"></span></span>'
+            f"<span>{pct(c.pass_rate)}</span></div>"
+        )
+        durations.append(
+            f'{row}<span class="bar" style="width:{100 * avg / longest:.1f}%"></span></span>'
+            f"<span>{fmt_ms(avg if c.runs else None)}</span></div>"
+        )
+    more = (
+        f'<p class="meta">First {len(cases)} of {len(report.cases)} cases.</p>'
+        if len(report.cases) > len(cases)
+        else ""
+    )
+    return (
+        '<section id="charts"><h2>Pass rate per case</h2><div class="chart" id="chart-pass-rate">'
+        + "".join(rates)
+        + '</div><h2>Duration per case (mean)</h2><div class="chart" id="chart-duration">'
+        + "".join(durations)
+        + f"</div>{more}</section>"
+    )
+
+
+def _assertions(record: dict[str, Any], limit: int) -> str:
+    items = [a for a in record.get("assertions") or [] if isinstance(a, dict)]
+    if not items:
+        return ""
+    rows = []
+    for a in items:
+        status = str(a.get("status"))
+        expected = _pre(a["expected"], limit) if "expected" in a else ""
+        actual = _pre(a["actual"], limit) if "actual" in a else ""
+        rows.append(
+            f"<tr><td>{ICONS.get(status, '')} {e(status)}</td><td>{e(a.get('type'))}</td>"
+            f"<td>{e(a.get('message'))}</td><td>{expected}</td><td>{actual}</td></tr>"
+        )
+    table = "<table><tr><th>Status</th><th>Type</th><th>Message</th><th>Expected</th><th>Actual</th></tr>"
+    open_ = any(a.get("status") != "passed" for a in items)
+    return _part(f"Assertions ({len(items)})", table + "".join(rows) + "</table>", open_)
+
+
+def _turns(record: dict[str, Any], limit: int) -> str:
+    turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
+    if not turns:
+        return ""
+    rows = "".join(
+        f"<tr><td>{e(t.get('turn'))}</td><td>{_pre(input_text(t.get('input')), limit)}</td>"
+        f"<td>{_pre(t.get('output'), limit)}</td></tr>"
+        for t in turns
+    )
+    body = f"<table><tr><th>Turn</th><th>User</th><th>Agent</th></tr>{rows}</table>"
+    checkpoints = record.get("checkpoints") or []
+    if checkpoints:
+        items = "".join(
+            f"<li>{'✅' if cp.get('passed') else '❌'} {e(cp.get('id'))}"
+            f" (turn {e(cp.get('reached_at_turn') or '-')})</li>"
+            for cp in checkpoints
+            if isinstance(cp, dict)
+        )
+        body += f"<ul>{items}</ul>"
+    return _part(f"Conversation ({len(turns)} turns)", body, True)
+
+
+def _run_body(record: dict[str, Any], limit: int) -> str:
+    parts = []
+    if record.get("error"):
+        label = "Reason" if record.get("status") == "skipped" else "Error"
+        parts.append(_part(label, _pre(record["error"], limit), True))
+    if record.get("turns"):
+        parts.append(_turns(record, limit))
+    elif record.get("output") is not None:
+        parts.append(_part("Output", _pre(record.get("output"), limit), True))
+    if record.get("tool_calls"):
+        parts.append(_part("Tool calls", _pre(record["tool_calls"], limit)))
+    parts.append(_assertions(record, limit))
+    return "".join(parts)
+
+
+def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
+    records = report.records(case)
+    first = records[0] if records else {}
+    rate = f'<span class="rate">{pct(case.pass_rate)}</span>' if report.multi else ""
+    head = (
+        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(case.id)}</span>'
+        f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
+        f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
+    )
+    parts = [f'<div class="where">{e(case.file)}:{case.line}</div>']
+    if first.get("input") is not None:
+        parts.append(_part("Input", _pre(input_text(first.get("input")), limit), not report.multi))
+    if "expected" in first:
+        parts.append(_part("Expected", _pre(first["expected"], limit)))
+    if not report.multi:
+        parts.append(_run_body(first, limit) if first else "")
+    else:
+        d = case.to_dict()
+        stats = [("Pass rate", pct(d["pass_rate"])), ("Consistency", d["consistency"])]
+        stats += [("Distinct outputs", d["distinct_outputs"]), ("Classification", d["classification"])]
+        stats += [("Runs (passed/failed/errors)", f"{case.runs} ({case.passed}/{case.failed}/{case.errors})")]
+        stats += [("Mean", fmt_ms(d["avg_duration_ms"])), ("Min", fmt_ms(d["min_duration_ms"]))]
+        stats += [("Max", fmt_ms(d["max_duration_ms"])), ("Std dev", fmt_ms(d["std_deviation_ms"]))]
+        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in stats)
+        parts.append(f"<table>{rows}</table>")
+        for r in records:
+            status = str(r.get("status"))
+            title = f"Run {r.get('run', '?')}: {status} ({fmt_ms(r.get('duration_ms'))})"
+            parts.append(_part(title, _run_body(r, limit), status != "passed"))
+    return (
+        f'<details class="case s-{e(case.status)}" id="case-{index}" data-status="{e(case.status)}">'
+        f'{head}<div class="body">{"".join(parts)}</div></details>\n'
+    )
+
+
+def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
+    """Write the page to ``out``, one case at a time."""
+    who = " · ".join(f"{k}: {v}" for k, v in report.title_fields())
+    started = report.info.get("started_at") or ""
+    out.write(
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>specrun report</title><style>{CSS}</style></head><body>\n"
+        f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p></header>\n'
+    )
+    if report.interrupted:
+        out.write(
+            '<div class="banner" id="interrupted"><strong>Interrupted</strong>: the run was cut short; '
+            f"this report covers the {e(report.summary.get('total_runs'))} results recorded before it stopped.</div>\n"
+        )
+    out.write(_cards(report) + "\n")
+    env = report.environment
+    if env:
+        rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
+        out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
+    out.write(_charts(report) + "\n")
+    counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
+    buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
+        f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'
+        for s, n in counts.items()
+    )
+    out.write(
+        f'<section id="results"><h2>Results</h2><div class="controls">{buttons}'
+        '<input type="search" id="filter" placeholder="Filter by text" aria-label="Filter by text">'
+        f'<span id="shown" class="meta">{len(report.cases)} cases</span></div><div id="cases">\n'
+    )
+    for i, case in enumerate(report.cases):
+        out.write(_case(report, case, i, limit))
+    out.write(f"</div></section>\n<script>{SCRIPT}</script>\n</body></html>\n")
+
+
+class HTMLReporter(Reporter):
+    """A self-contained HTML report; options: ``max_chars`` per text block (50,000; 0: no limit)."""
+
+    name = "html"
+    description = "Self-contained HTML report: summary cards, filters, charts, expandable details"
+    extensions = (".html", ".htm")
+
+    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+        report = load(summary, results_path)
+        with atomic_writer(self.path) as out:
+            write(report, out, int(self.options.get("max_chars", MAX_CHARS)))

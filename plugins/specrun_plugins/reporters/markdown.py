@@ -1,0 +1,212 @@
+"""The ``.md`` reporter: the seed's Markdown report (summary, environment, one section per case).
+
+Registered through register_reporters (see this package). Agent and suite text never becomes
+markup: multi-line text goes in fenced code blocks whose fence is longer than any backtick run
+inside, and inline text (headings, table cells) is escaped by ``specrun.diff.md_text``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+from specrun.diff import md_block, md_text
+from specrun.kinds import Reporter
+from specrun.stability import CaseStats
+
+from ._common import (
+    ICONS,
+    LABELS,
+    Report,
+    as_text,
+    atomic_writer,
+    bad_assertions,
+    clip,
+    cost,
+    fmt_ms,
+    input_text,
+    load,
+    pct,
+)
+
+MAX_CHARS = 20_000  # per block; the JSON report has everything
+MAX_RUN_DETAILS = 5  # runs shown in full per case (the failing ones first)
+
+
+def _table(rows: list[tuple[str, Any]], head: tuple[str, str]) -> list[str]:
+    """A two-column table; rows are already Markdown (escape user text before)."""
+    lines = [f"| {head[0]} | {head[1]} |", "| --- | --- |"]
+    lines += [f"| {k} | {'-' if v is None else v} |" for k, v in rows]
+    return [*lines, ""]
+
+
+def _block(label: str, value: Any, limit: int, info: str = "") -> list[str]:
+    text = value if isinstance(value, str) else as_text(value)
+    return [f"**{label}:**", "", md_block(clip(text, limit), info), ""]
+
+
+def summary_rows(report: Report) -> list[tuple[str, Any]]:
+    s = report.summary
+    rows: list[tuple[str, Any]] = [(k, md_text(v)) for k, v in report.title_fields()]
+    rows += [("Total", s.get("total_cases")), ("Passed", s.get("passed")), ("Failed", s.get("failed"))]
+    rows += [("Errors", s.get("errors")), ("Skipped", s.get("skipped"))]
+    rows += [("Pass Rate", pct(s.get("overall_pass_rate"))), ("Duration", fmt_ms(s.get("duration_ms")))]
+    if report.multi:
+        k = s.get("runs_per_case")
+        rows += [("Runs per case", k), ("Total runs", s.get("total_runs"))]
+        rows += [("Stable cases", s.get("stable_cases")), ("Unstable cases", s.get("unstable_cases"))]
+        rows += [(f"pass^{k} (all runs passed)", pct(s.get("pass_hat_k")))]
+        rows += [(f"pass@{k} (a run passed)", pct(s.get("pass_at_k")))]
+    if s.get("min_pass_rate") is not None:
+        rows.append(("Gate (min pass rate)", pct(s["min_pass_rate"])))
+    usage = s.get("usage")
+    if isinstance(usage, dict):
+        rows += [("Tokens", usage.get("total_tokens")), ("Cost", cost(usage.get("cost")))]
+    if s.get("not_run"):
+        rows.append(("Not run", s["not_run"]))
+    return rows
+
+
+def _stability_table(report: Report) -> list[str]:
+    head = "| Case | Status | Pass rate | Consistency | Runs (✅/❌/⚠️) | Avg | Std dev | Class |"
+    lines = ["## Stability", "", head, "| --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
+    for c in report.cases:
+        d = c.to_dict()
+        runs = f"{c.runs} ({c.passed}/{c.failed}/{c.errors})"
+        consistency = "-" if d["consistency"] is None else f"{d['consistency']:.2f}"
+        lines.append(
+            f"| {md_text(c.id)} | {ICONS[c.status]} {LABELS[c.status]} | {pct(d['pass_rate'])} "
+            f"| {consistency} | {runs} | {fmt_ms(d['avg_duration_ms'])} "
+            f"| {fmt_ms(d['std_deviation_ms'])} | {d['classification']} |"
+        )
+    return [*lines, ""]
+
+
+def _assertions(record: dict[str, Any], limit: int) -> list[str]:
+    lines: list[str] = []
+    for a in bad_assertions(record):
+        verdict = "failed" if a.get("status") == "failed" else "could not decide"
+        lines += [f"- **{md_text(a.get('type', '?'))}** {verdict}: {md_text(a.get('message') or '', 500)}", ""]
+        for key in ("expected", "actual"):
+            if key in a:
+                lines += _block(f"{key.capitalize()}", a[key], limit)
+    return lines
+
+
+def _turns(record: dict[str, Any], limit: int) -> list[str]:
+    turns = record.get("turns")
+    if not turns:
+        return []
+    lines = [f"**Conversation ({len(turns)} turns):**", ""]
+    for t in turns:
+        n = t.get("turn", "?") if isinstance(t, dict) else "?"
+        if not isinstance(t, dict):
+            continue
+        lines += _block(f"Turn {md_text(n)} · user", input_text(t.get("input")), limit)
+        lines += _block(f"Turn {md_text(n)} · agent", t.get("output"), limit)
+    checkpoints = record.get("checkpoints") or []
+    if checkpoints:
+        lines += ["| Checkpoint | Reached at turn | Passed |", "| --- | --- | --- |"]
+        for cp in checkpoints:
+            ok = "✅" if cp.get("passed") else "❌"
+            lines.append(f"| {md_text(cp.get('id', '?'))} | {md_text(cp.get('reached_at_turn') or '-')} | {ok} |")
+        lines.append("")
+    return lines
+
+
+def _run_body(record: dict[str, Any], limit: int) -> list[str]:
+    lines: list[str] = []
+    if record.get("error"):
+        label = "Reason" if record.get("status") == "skipped" else "Error"
+        lines += _block(label, str(record["error"]), limit)
+    lines += _turns(record, limit)
+    if not record.get("turns") and record.get("output") is not None:
+        lines += _block("Output", record.get("output"), limit)
+    if record.get("tool_calls"):
+        lines += _block("Tool calls", record["tool_calls"], limit, "json")
+    return lines + _assertions(record, limit)
+
+
+def case_section(report: Report, case: CaseStats, limit: int) -> list[str]:
+    records = report.records(case)
+    name = f" · {md_text(case.name, 200)}" if case.name else ""
+    title = f"### {ICONS[case.status]} {md_text(case.id, 200)}{name} - {LABELS[case.status]}"
+    if report.multi:
+        title += f" ({pct(case.pass_rate)} of {case.runs} runs)"
+    else:
+        title += f" ({fmt_ms(case.total_ms)})"
+    lines = [title, "", f"{md_text(case.file)}:{case.line}", ""]
+    first = records[0] if records else {}
+    if first.get("input") is not None:
+        lines += _block("Input", input_text(first.get("input")), limit)
+    if "expected" in first:
+        lines += _block("Expected", first["expected"], limit)
+    if not report.multi:
+        return lines + (_run_body(first, limit) if first else [])
+    d = case.to_dict()
+    consistency = "-" if d["consistency"] is None else f"{d['consistency']:.2f}"
+    lines += [
+        f"Pass rate {pct(d['pass_rate'])} · consistency {consistency} ({d['distinct_outputs']} distinct "
+        f"outputs) · {d['classification']} · avg {fmt_ms(d['avg_duration_ms'])} ± {fmt_ms(d['std_deviation_ms'])}",
+        "",
+        "| Run | Status | Duration | Reason |",
+        "| --- | --- | ---: | --- |",
+    ]
+    for r in records:
+        status = str(r.get("status"))
+        reason = "" if status == "passed" else md_text(r.get("error") or _first_message(r), 200)
+        lines.append(
+            f"| {md_text(r.get('run', '?'))} | {ICONS.get(status, '')} {md_text(status)} "
+            f"| {fmt_ms(r.get('duration_ms'))} | {reason} |"
+        )
+    lines.append("")
+    shown = sorted(records, key=lambda r: r.get("status") == "passed")[:MAX_RUN_DETAILS]
+    for r in shown:
+        lines += [f"#### Run {md_text(r.get('run', '?'))}: {md_text(r.get('status'))}", ""]
+        lines += _run_body(r, limit)
+    if len(records) > len(shown):
+        lines += [f"_{len(records) - len(shown)} more runs in the JSON report._", ""]
+    return lines
+
+
+def _first_message(record: dict[str, Any]) -> str:
+    bad = bad_assertions(record)
+    return f"{bad[0].get('type')}: {bad[0].get('message', '')}" if bad else ""
+
+
+def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
+    """Write the report to ``out``, one case section at a time."""
+    lines = ["# specrun report", ""]
+    if report.interrupted:
+        lines += [
+            f"> ⚠️ **Interrupted**: the run was cut short; this report covers the {report.summary.get('total_runs')} "
+            "results recorded before it stopped.",
+            "",
+        ]
+    lines += ["## Summary", "", *_table(summary_rows(report), ("Metric", "Value"))]
+    env = report.environment
+    if env:
+        names = {"user_id": "User", "team_id": "Team", "locale": "Locale"}
+        rows = [(md_text(names.get(k, k)), md_text(v)) for k, v in env.items()]
+        lines += ["## Environment", "", *_table(rows, ("Setting", "Value"))]
+    if report.multi:
+        lines += _stability_table(report)
+    lines += ["## Results", ""]
+    out.write("\n".join(lines) + "\n")
+    if not report.cases:
+        out.write("_No results were recorded._\n")
+    for case in report.cases:
+        out.write("\n".join(case_section(report, case, limit)) + "\n")
+
+
+class MarkdownReporter(Reporter):
+    """A Markdown report; options: ``max_chars`` per text block (20,000; 0 for no limit)."""
+
+    name = "markdown"
+    description = "Markdown report: summary, environment, stability, per-case sections"
+    extensions = (".md", ".markdown")
+
+    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+        report = load(summary, results_path)
+        with atomic_writer(self.path) as out:
+            write(report, out, int(self.options.get("max_chars", MAX_CHARS)))
