@@ -58,8 +58,8 @@ class Outcome:
     name: str | None = None
     pass_rate: float | None = None
     runs: int = 1
-    duration_ms: float | None = None
-    cost: float | None = None
+    duration_ms: float | None = None  # mean per run
+    cost: float | None = None  # mean per run
     reason: str | None = None
 
     @property
@@ -86,7 +86,7 @@ def _from_stats(c: CaseStats) -> Outcome:
         pass_rate=c.pass_rate,
         runs=c.runs,
         duration_ms=c.total_ms / c.runs if c.runs else None,
-        cost=c.cost,
+        cost=c.cost / c.runs if c.cost is not None and c.runs else None,
         reason=c.reason,
     )
 
@@ -106,7 +106,7 @@ def _from_result(r: dict[str, Any]) -> Outcome:
         pass_rate=rate,
         runs=runs,
         duration_ms=r.get("avg_duration_ms", r.get("duration_ms")),
-        cost=usage.get("cost"),
+        cost=usage["cost"] / runs if usage.get("cost") is not None else None,
         reason=r.get("reason") or failure_reason(r),
     )
 
@@ -275,6 +275,10 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
+def _money_delta(value: float | None) -> str:
+    return "-" if value is None else f"{'-' if value < 0 else '+'}${abs(value):.4f}"
+
+
 def _signed(value: float | None, fmt: str = "{:+.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
@@ -317,8 +321,7 @@ def _totals(c: Comparison) -> list[str]:
     lines.append(f"| Pass rate | {rates[0]} | {rates[1]} | {_signed(rate_d, '{:+.1f} pp')} |")
     lines.append(f"| Duration | {_ms(dur_a)} | {_ms(dur_b)} | {dur_d} |")
     if cost_a is not None or cost_b is not None:
-        delta = _signed(cost_d, "{:+.4f}").replace("+", "+$").replace("-", "-$")
-        lines.append(f"| Cost | {_money(cost_a)} | {_money(cost_b)} | {delta} |")
+        lines.append(f"| Cost | {_money(cost_a)} | {_money(cost_b)} | {_money_delta(cost_d)} |")
     return [*lines, ""]
 
 
@@ -355,14 +358,18 @@ def to_markdown(c: Comparison) -> str:
     lines += _table("➕ New cases", ["Case", "Status"], [[_name(x.case), status(x.new)] for x in c.added])
     lines += _table("➖ Removed cases", ["Case", "Was"], [[_name(x.case), status(x.old)] for x in c.removed])
 
-    def moved(changes: list[Change], value: str, fmt: Any, delta: str) -> list[list[str]]:
-        return [
-            [_name(x.case), fmt(getattr(x.old, value)), fmt(getattr(x.new, value)), delta.format(x)] for x in changes
-        ]
+    def moved(changes: list[Change], value: str, fmt: Any, delta: Any) -> list[list[str]]:
+        return [[_name(x.case), fmt(getattr(x.old, value)), fmt(getattr(x.new, value)), delta(x)] for x in changes]
+
+    def ms_delta(x: Change) -> str:
+        return _signed(x.duration_delta, "{:+.0f}ms")
+
+    def cost_delta(x: Change) -> str:
+        return _money_delta(x.cost_delta)
 
     head = ["Case", "Before", "Now", "Change"]
-    lines += _table("🐢 Slower", head, moved(c.slower, "duration_ms", _ms, "{0.duration_delta:+.0f}ms"))
-    lines += _table("⚡ Faster", head, moved(c.faster, "duration_ms", _ms, "{0.duration_delta:+.0f}ms"))
-    lines += _table("💸 Costlier", head, moved(c.costlier, "cost", _money, "{0.cost_delta:+.4f}"))
-    lines += _table("💰 Cheaper", head, moved(c.cheaper, "cost", _money, "{0.cost_delta:+.4f}"))
+    lines += _table("🐢 Slower (mean duration)", head, moved(c.slower, "duration_ms", _ms, ms_delta))
+    lines += _table("⚡ Faster (mean duration)", head, moved(c.faster, "duration_ms", _ms, ms_delta))
+    lines += _table("💸 Costlier per run", head, moved(c.costlier, "cost", _money, cost_delta))
+    lines += _table("💰 Cheaper per run", head, moved(c.cheaper, "cost", _money, cost_delta))
     return "\n".join(lines).rstrip() + "\n"
