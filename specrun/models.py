@@ -89,6 +89,11 @@ async def load_litellm() -> Any:
     """The litellm module, imported off the event loop if it is not imported yet."""
     if _litellm is not None:
         return _litellm
+    thread = _preload_thread
+    if thread is not None:
+        await asyncio.to_thread(thread.join)
+        if _litellm is not None:
+            return _litellm
     return await asyncio.to_thread(_import_litellm)
 
 

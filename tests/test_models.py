@@ -66,16 +66,26 @@ def test_specrun_and_its_plugins_import_without_litellm():
     assert _python(code) == "False"
 
 
-def test_preload_imports_in_the_background_with_safe_defaults_and_user_values_kept():
-    code = (
-        "import os, sys, asyncio, specrun.models as m\n"
-        "m.preload(); m.preload()\n"
-        "assert m._preload_thread is not None\n"
-        "lib = asyncio.run(m.load_litellm())\n"
-        "print(lib.suppress_debug_info, os.environ['LITELLM_LOCAL_MODEL_COST_MAP'],"
-        " os.environ['LITELLM_MODE'])\n"
+def test_preload_imports_in_the_background_after_setting_safe_defaults(tmp_path):
+    # A stand-in litellm records the import's thread and environment; a real import takes
+    # seconds and is exercised by every other test here.
+    stub = tmp_path / "litellm"
+    stub.mkdir()
+    (stub / "__init__.py").write_text(
+        "import os, threading\n"
+        "seen = (threading.current_thread().name, os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'),"
+        " os.environ.get('LITELLM_MODE'))\n"
+        "suppress_debug_info = False\n"
     )
-    assert _python(code, LITELLM_MODE="DEV") == "True True DEV"
+    code = (
+        "import asyncio, specrun.models as m\n"
+        "m.preload(); m.preload()\n"
+        "lib = asyncio.run(m.load_litellm())\n"
+        "print(*lib.seen, lib.suppress_debug_info)\n"
+    )
+    env = {"PYTHONPATH": f"{stub.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    assert _python(code, **env) == "specrun-litellm-import True PRODUCTION True"
+    assert _python(code, LITELLM_MODE="DEV", **env).endswith("True DEV True")
 
 
 # -- calls, usage, cost -----------------------------------------------------------------------
