@@ -172,7 +172,9 @@ class Conversation:
                 message = await self.user_message()
                 if message is None:
                     if self.missing:
-                        raise _Stop("failed", f"goal achieved but missing checkpoints: {', '.join(self.missing)}")
+                        missing = ", ".join(self.missing)
+                        why = f"the simulator declared its goal achieved in turn {self.turn}"
+                        raise _Stop("failed", f"missing checkpoints: {missing} ({why})")
                     raise _Stop("passed")
                 self.history.append(Message("user", message))
             user_text = self.history[-1].text
