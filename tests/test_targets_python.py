@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from specrun_plugins.targets.python import PythonTarget, run_in_thread
+from specrun_plugins.targets.python import PythonTarget
 
 from specrun import Context, Message, TargetError
+from specrun.blocking import run_blocking
 
 AGENTS = Path(__file__).parent / "agents"
 CTX = Context(case_id="c1", user="ann")
@@ -83,7 +84,7 @@ async def test_blocking_agent_runs_in_a_thread_while_the_loop_keeps_running():
     task = asyncio.create_task(ticker())
     response = await ask("py_agents:blocking")
     task.cancel()
-    assert response.content.startswith("slept in specrun-agent-")
+    assert response.content.startswith("slept in specrun-")
     assert ticks >= 10  # the loop ran during the agent's 0.3 s sleep
 
 
@@ -97,10 +98,10 @@ async def test_blocking_agents_run_in_parallel_and_a_timeout_still_fires():
         await asyncio.wait_for(agent.respond([Message("user", "x")], CTX), 0.05)
 
 
-async def test_run_in_thread_passes_exceptions_and_uses_a_daemon_thread():
-    assert await run_in_thread(lambda: threading.current_thread().daemon)
+async def test_run_blocking_passes_exceptions_and_uses_a_daemon_thread():
+    assert await run_blocking(lambda: threading.current_thread().daemon)
     with pytest.raises(ZeroDivisionError):
-        await run_in_thread(lambda: 1 / 0)
+        await run_blocking(lambda: 1 / 0)
 
 
 def test_problems_report_a_missing_module_or_function():

@@ -14,15 +14,17 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import aiohttp
 import jmespath
 from jmespath.exceptions import JMESPathError
 
 from specrun.errors import TargetError
 from specrun.kinds import Target
 from specrun.model import Context, Message, Response, parse_duration
+
+if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
+    import aiohttp
 
 from ._wire import excerpt, parse_openai_reply, parse_tool_call, to_openai_messages
 
@@ -208,6 +210,8 @@ class HttpTarget(Target):
 
     def client(self) -> aiohttp.ClientSession:
         """The shared session, (re)created in the running loop (the pytest API may use several)."""
+        import aiohttp
+
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=self.config.get("max_connections", 0), limit_per_host=0)
@@ -244,6 +248,8 @@ class HttpTarget(Target):
         return response
 
     async def _post(self, data: bytes) -> bytes:
+        import aiohttp
+
         session, headers = self.client(), self.headers()
         attempt = 0
         while True:

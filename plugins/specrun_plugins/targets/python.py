@@ -2,53 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import inspect
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
+from specrun.blocking import run_blocking
 from specrun.errors import SpecrunError, TargetError
 from specrun.imports import load_callable
 from specrun.kinds import Target
 from specrun.model import Context, Message, Response, as_response
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # the caller was cancelled (timed out) meanwhile
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
-
-
-async def run_in_thread(func: Callable[..., Any], *args: Any) -> Any:
-    """Call a blocking ``func(*args)`` in a new daemon thread and await its result.
-
-    Unlike ``asyncio.to_thread`` (the loop's small shared pool, joined at exit), a daemon
-    thread per call gives every parallel case its own thread, and an agent that blocks forever
-    after its case timed out cannot keep the finished run from exiting.
-    """
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        result, error = None, None
-        try:
-            result = context.run(func, *args)
-        except BaseException as exc:
-            error = exc
-        try:
-            loop.call_soon_threadsafe(_settle, future, result, error)
-        except RuntimeError:  # the loop closed while the agent was still running
-            pass
-
-    threading.Thread(target=work, name=f"specrun-agent-{getattr(func, '__name__', 'call')}", daemon=True).start()
-    return await future
 
 
 class PythonTarget(Target):
@@ -103,7 +66,7 @@ class PythonTarget(Target):
             if self._is_async:
                 value = await func(*args)
             else:
-                value = await run_in_thread(func, *args)
+                value = await run_blocking(func, *args)
                 if inspect.isawaitable(value):  # a sync wrapper around a coroutine
                     value = await value
         except (Exception, SystemExit) as exc:
