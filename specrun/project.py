@@ -142,13 +142,14 @@ class Project:
     # -- targets --------------------------------------------------------------------------------
 
     def target(self, agent: Agent, model: str | None = None) -> Target:
-        """The target instance of an agent (one per agent and run); ``model`` is ``-c``."""
+        """The target instance of an agent (one per agent and run); ``model`` (``-c``) applies to
+        targets that take a ``model`` parameter."""
         config = dict(agent.target)
-        if model:
+        cls = self.registry.get("target", config.get("type", ""))
+        if model and "model" in cls.params_schema.get("properties", {}):
             config["model"] = model
         key = json.dumps([str(agent.base_dir), config], sort_keys=True, default=str)
         if key not in self._targets:
-            cls = self.registry.get("target", config.get("type", ""))
             target = cls(config, agent.base_dir)
             problems = [f"{field}: {message}" for field, message in target.problems()]
             if problems:
