@@ -314,6 +314,9 @@ class DiskCache:
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         path = self._path(key)
         try:
+            if not self.root.is_dir():
+                self.root.mkdir(parents=True, exist_ok=True)
+                (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

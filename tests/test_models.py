@@ -207,8 +207,8 @@ async def test_the_cache_answers_a_rerun_without_a_request(server, tmp_path):
     again = await client_for(server, tmp_path).complete(USER, version="v1")
     assert len(server.requests) == 1
     assert again.cached and again.text == first.text and again.usage is None
-    files = [f for f in (tmp_path / "cache").rglob("*") if f.is_file()]
-    assert [f.name for f in files] == [f"{first.key}.json"]  # no temp files left behind
+    files = sorted(f.name for f in (tmp_path / "cache").rglob("*") if f.is_file())
+    assert files == [".gitignore", f"{first.key}.json"]  # no temp files left behind
 
 
 async def test_no_hit_with_the_cache_off_or_for_another_run_prompt_or_purpose(server, tmp_path):
