@@ -330,3 +330,24 @@ def test_every_format_from_one_stream(registry, multi, tmp_path):
     for ext in EXTENSIONS:
         assert write_report(registry, tmp_path / f"all{ext}", multi)
     assert len(list(tmp_path.glob("all.*"))) == 4
+
+
+def _peak(registry, tmp_path: Path, ext: str, n: int) -> int:
+    import tracemalloc
+
+    big = "word " * 20_000  # 100 KB per output
+    stream = tmp_path / f"big{n}.jsonl"
+    write_stream(stream, [result(case(f"C{i:03}", i), "failed" if i % 3 else "passed", big) for i in range(n)])
+    reporter = registry.reporter_for(f"r{ext}")(tmp_path / f"r{n}{ext}")
+    tracemalloc.start()
+    try:
+        reporter.finish({"interrupted": False}, stream)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("ext", EXTENSIONS)
+def test_memory_stays_flat_as_results_grow(registry, tmp_path, ext):
+    small, large = _peak(registry, tmp_path, ext, 8), _peak(registry, tmp_path, ext, 48)
+    assert large < small * 1.5, f"peak {small} bytes for 8 results of 100 KB, {large} for 48"
