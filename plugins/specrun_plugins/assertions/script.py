@@ -5,13 +5,13 @@ Registered by the family's register_assertion_types hook.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import inspect
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from specrun.blocking import run_blocking
 from specrun.errors import EvaluationError, UsageError
 from specrun.imports import find_module, load_callable, split_ref
 from specrun.kinds import AssertionType, Check, Verdict
@@ -128,8 +128,8 @@ class Script(AssertionType):
         try:
             if inspect.iscoroutinefunction(func):
                 result = await func(*args)
-            else:  # like a sync hook: in a worker thread, so a slow script blocks no other case
-                result = await asyncio.to_thread(func, *args)
+            else:  # like a sync hook: in its own thread, so a slow script blocks no other case
+                result = await run_blocking(func, *args)
                 if inspect.isawaitable(result):
                     result = await result
         except Exception as exc:
