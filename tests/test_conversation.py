@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -346,3 +349,23 @@ async def test_llm_simulator_declaring_the_goal_too_early(registry, tmp_path):
         result = await converse(registry, case, Agent("What type?"), services=llm_services(server, tmp_path))
     assert result.status == "failed"
     assert result.error == "missing checkpoints: b (the simulator declared its goal achieved in turn 2)"
+
+
+# -- the shipped example, through the CLI ------------------------------------------------------
+
+
+def test_the_scripted_expense_example_passes_offline(tmp_path):
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    specrun = str(Path(sys.executable).parent / "specrun")
+    proc = subprocess.run(
+        [specrun, "suites/", "-o", str(out)], cwd=repo, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "result"}
+    dynamic = results["expense-dynamic"]
+    assert dynamic["status"] == "passed" and dynamic["total_turns"] == 3
+    assert [c["reached_at_turn"] for c in dynamic["checkpoints"]] == [1, 2, 3, 3]
+    assert results["expense-dynamic-chatty"]["status"] == "passed"
+    assert "└─ ✓ checkpoint: submitted" in proc.stdout
