@@ -54,9 +54,8 @@ def read_text(path: Path, display: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DocumentError(
-            Problem(display, line, col, f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8")
-        ) from None
+        message = f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8"
+        raise DocumentError(Problem(display, line, col, message)) from None
     if not text.strip():
         raise DocumentError(Problem(display, 1, 1, "empty file: expected a list of cases or a mapping with 'cases'"))
     return text

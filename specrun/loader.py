@@ -108,8 +108,9 @@ def _describe(
     if kind == "AdditionalProperties":
         parent = subschema(schema, list(error.schema_path)[:-1])
         allowed = sorted(parent.get("properties", {}))
+        listed = ", ".join(allowed)
         return [
-            (path + [name], f"unknown field {name!r}{_did_you_mean(name, allowed)} (allowed: {', '.join(allowed)})", True)
+            ([*path, name], f"unknown field {name!r}{_did_you_mean(name, allowed)} (allowed: {listed})", True)
             for name in error.kind.unexpected
         ]
     if kind == "Enum":
@@ -278,11 +279,12 @@ class Loader:
         for path, assertion in _assertions_of(case):
             cls = self.registry.get("assertion", assertion["type"])
             if generated and not cls.data_only:
-                yield path, f"generated case {case['id']!r} may not use a {assertion['type']!r} assertion (it runs code)"
+                why = f"may not use a {assertion['type']!r} assertion (it runs code)"
+                yield path, f"generated case {case['id']!r} {why}"
                 continue
             spec = _assertion(assertion)
             for field, message in cls().problems(spec, base_dir):
-                yield path + [field], message
+                yield [*path, field], message
         for path, part in _file_parts(case.get("input")):
             if generated:
                 yield path, f"generated case {case['id']!r} may not attach files"

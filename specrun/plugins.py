@@ -80,16 +80,19 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
                 raise PluginError(
                     f"plugin {ep.name!r} from distribution {dist or '?'} failed to import: {type(exc).__name__}: {exc}"
                 ) from exc
-            pm.register(module, name=ep.name)
-            infos.append(PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None))
+            info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None)
+            _register(pm, module, info)
+            infos.append(info)
     for plugin in extra or []:
-        name = getattr(plugin, "__name__", None) or type(plugin).__name__
-        pm.register(plugin, name=name)
-        infos.append(PluginInfo(name))
+        info = PluginInfo(getattr(plugin, "__name__", None) or type(plugin).__name__)
+        _register(pm, plugin, info)
+        infos.append(info)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"plugin {exc.plugin_name!r}: {exc}") from exc
+        name = pm.get_name(exc.plugin) or repr(exc.plugin)
+        dist = next((i.distribution for i in infos if i.name == name), None)
+        raise PluginError(f"plugin {name!r}{_from(dist)}: {exc}") from exc
     registry = Registry()
     by_name = {info.name: info for info in infos}
     for kind, hook_name in _TYPE_HOOKS.items():
@@ -110,6 +113,18 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
                     f"failed in {hook_name}: {type(exc).__name__}: {exc}"
                 ) from exc
     return Plugins(pm, registry, infos)
+
+
+def _from(distribution: str | None) -> str:
+    return f" from distribution {distribution}" if distribution else ""
+
+
+def _register(pm: pluggy.PluginManager, plugin: Any, info: PluginInfo) -> None:
+    """Register one plugin; a hook whose arguments do not match its spec is a ``PluginError``."""
+    try:
+        pm.register(plugin, name=info.name)
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin {info.name!r}{_from(info.distribution)}: {exc}") from exc
 
 
 @functools.cache

@@ -223,11 +223,11 @@ def test_every_broken_jsonl_line_is_reported(tmp_path: Path) -> None:
     assert "lines.jsonl:4:12: invalid JSON" in run.stderr
 
 
-def test_debug_shows_the_traceback_only_for_internal_errors(tmp_path: Path) -> None:
-    """A suite mistake is never a traceback, even with --debug (it is not a bug)."""
-    run = specrun("--debug", "validate", str(CORPUS / "wrong_type.jsonl"), cwd=tmp_path)
+def test_debug_adds_the_traceback(tmp_path: Path) -> None:
+    run = specrun("--debug", "validate", "wrong_type.jsonl")
     assert run.code == 2
-    assert "Traceback" not in run.stderr
+    assert "Traceback" in run.stderr
+    assert "\nwrong_type.jsonl:2:33: input must be" in run.stderr
 
 
 # -- what is (and is not) a suite file ------------------------------------------------------------
@@ -289,3 +289,63 @@ def test_missing_path_and_empty_folder(tmp_path: Path) -> None:
     assert run.code == 2
     assert "no suite files found under empty" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_reports_written_by_a_real_run_are_not_suites(tmp_path: Path) -> None:
+    """Run a suite with reports written next to it, then validate that folder again."""
+    suite_dir = tmp_path / "s"
+    suite_dir.mkdir()
+    (suite_dir / "bot.py").write_text("def respond(messages, ctx):\n    return 'hi there'\n")
+    (suite_dir / "agent.yaml").write_text("target: python:bot:respond\n")
+    (suite_dir / "cases.jsonl").write_text(GOOD)
+    run = specrun("s", "-q", "-o", "s/results.jsonl", "-o", "s/report.json", cwd=tmp_path)
+    assert run.code == 0, run.stdout + run.stderr
+    run = specrun("s", "-q", cwd=tmp_path)  # the default stream: output-<timestamp>.jsonl
+    assert run.code == 0, run.stdout + run.stderr
+    written = sorted(p.name for p in suite_dir.iterdir() if p.suffix in (".json", ".jsonl"))
+    assert {"results.jsonl", "report.json"} <= set(written)
+    assert any(n.startswith("output-") for n in written)
+    assert find_suite_files(suite_dir) == [suite_dir / "cases.jsonl"]
+    run = specrun("validate", "s", cwd=tmp_path)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "ok: 1 cases in 1 suite files"
+
+
+# -- docs/suite-format.md ---------------------------------------------------------------------------
+
+DOC = Path(__file__).parent.parent / "docs" / "suite-format.md"
+
+
+def _doc_blocks(lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", DOC.read_text("utf-8"), re.S | re.M)
+
+
+def test_suite_format_examples_validate(tmp_path: Path) -> None:
+    """Every YAML and JSONL example in the suite reference is a valid suite (or part of one)."""
+    files = []
+    for i, text in enumerate(_doc_blocks("yaml")):
+        if text.lstrip().startswith("input:"):  # the input forms: each is one case's field
+            text = "".join(
+                f"- id: c{j}\n" + "".join(f"  {line}\n" for line in chunk.strip().splitlines())
+                for j, chunk in enumerate(re.split(r"\n\n", text.strip()))
+            )
+        elif text.lstrip().startswith("defaults:"):
+            text = "name: example\n" + text
+        files.append(tmp_path / f"example{i}.yaml")
+        files[-1].write_text(text)
+    for i, text in enumerate(_doc_blocks("jsonl")):
+        files.append(tmp_path / f"example{i}.jsonl")
+        files[-1].write_text(text)
+    assert len(files) >= 8
+    run = specrun("validate", *map(str, files), cwd=tmp_path)
+    assert run.code == 0, run.stderr
+    assert f"in {len(files)} suite files" in run.stdout
+
+
+def test_suite_format_documents_every_case_field() -> None:
+    from specrun.schemas import shipped
+
+    text = DOC.read_text("utf-8")
+    fields = shipped("suite")["$defs"]["case_fields"]
+    missing = [name for name in fields if f"`{name}`" not in text]
+    assert not missing, f"case fields missing from docs/suite-format.md: {missing}"

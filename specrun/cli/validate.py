@@ -22,6 +22,10 @@ def command(ctx: click.Context, paths: tuple[Path, ...]) -> None:
     try:
         suites = Loader(default_plugins().registry).load(paths)
     except SuiteError as exc:
+        if (ctx.find_root().obj or {}).get("debug"):
+            import traceback
+
+            traceback.print_exc()
         # One problem per line, each starting with file:line:col, so editors can jump to it.
         for problem in exc.problems:
             click.echo(str(problem), err=True)
