@@ -1,0 +1,135 @@
+"""The wheel: exactly the three packages, with the schemas, py.typed and every plugin module.
+
+The source tree is copied first (without .git and build leftovers) so that building never
+writes build/ or *.egg-info into the working copy. Takes a few seconds; part of the default run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IGNORE = shutil.ignore_patterns(
+    ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ruff_cache", ".specrun-cache",
+    "output-*.jsonl",
+)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "src"
+    shutil.copytree(ROOT, source, ignore=IGNORE)
+    out = tmp / "dist"
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    [built] = out.glob("specrun-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.namelist()
+
+
+def _sources(folder: Path, pattern: str) -> set[str]:
+    """Files under ``folder`` as wheel paths (relative to the folder's source root)."""
+    return {
+        p.relative_to(folder.parent).as_posix()
+        for p in folder.rglob(pattern)
+        if "__pycache__" not in p.parts
+    }
+
+
+def test_wheel_holds_exactly_the_three_packages(names: list[str]) -> None:
+    top = {name.split("/", 1)[0] for name in names}
+    dist_info = {t for t in top if t.endswith(".dist-info")}
+    assert len(dist_info) == 1 and dist_info.pop().startswith("specrun-")
+    assert top - {t for t in top if t.endswith(".dist-info")} == {
+        "specrun", "specrun_plugins", "specrun_schemas"
+    }
+
+
+def test_wheel_has_no_tests_suites_bench_or_docs(names: list[str]) -> None:
+    unwanted = ("tests/", "suites/", "bench/", "docs/", "examples/", "plugins/", "schemas/")
+    assert not [n for n in names if n.startswith(unwanted)]
+    assert not [n for n in names if "fake_plugin" in n or "bad_inputs" in n or "/test_" in n]
+
+
+def test_wheel_has_the_schemas_and_py_typed(names: list[str]) -> None:
+    schemas = _sources(ROOT / "schemas" / "specrun_schemas", "*.json")
+    assert {"specrun_schemas/suite.schema.json", "specrun_schemas/agent.schema.json",
+            "specrun_schemas/config.schema.json"} <= schemas
+    assert schemas <= set(names)
+    assert "specrun_schemas/__init__.py" in names
+    assert "specrun/py.typed" in names
+
+
+def test_wheel_has_every_engine_and_plugin_module(names: list[str]) -> None:
+    engine = _sources(ROOT / "specrun", "*.py")
+    plugins = _sources(ROOT / "plugins" / "specrun_plugins", "*.py")
+    assert "specrun/cli/main.py" in engine
+    families = {"assertions", "sources", "targets", "simulators", "reporters"}
+    assert {f"specrun_plugins/{f}/__init__.py" for f in families} <= plugins
+    assert not (engine | plugins) - set(names), "modules missing from the wheel"
+
+
+def test_wheel_metadata_declares_the_script_and_every_family(wheel: Path, names: list[str]) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        [entry_points] = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        text = zf.read(entry_points).decode()
+        [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = zf.read(metadata).decode()
+    assert "specrun = specrun.cli.main:main" in text
+    for family in ("assertions", "sources", "targets", "simulators", "reporters"):
+        assert f"{family} = specrun_plugins.{family}" in text
+    assert "Requires-Python: >=3.11" in meta
+
+
+def test_wheel_install_behaves_like_the_editable_one(wheel: Path, tmp_path: Path) -> None:
+    """Installed from the wheel (ahead of the editable install on the path): same plugins, and
+    the example suites validate."""
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
+         str(wheel)],
+        check=True, capture_output=True, timeout=300,
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPECRUN_DISABLE_PLUGINS"}
+    wheel_env = {**env, "PYTHONPATH": str(site)}
+    where = subprocess.run(
+        [sys.executable, "-c", "import specrun, specrun_plugins, specrun_schemas as s; "
+         "print(specrun.__file__, specrun_plugins.__file__, s.__file__)"],
+        capture_output=True, text=True, env=wheel_env, cwd=tmp_path, check=True,
+    )
+    assert where.stdout.count(str(site)) == 3, where.stdout
+
+    def plugins(environ: dict[str, str]) -> dict[str, object]:
+        result = subprocess.run(
+            [sys.executable, "-c", "from specrun.cli.main import main; main(['plugins', '--json'])"],
+            capture_output=True, text=True, env=environ, cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert plugins(wheel_env) == plugins(env)
+    # -P: do not put the working folder (the repository, holding specrun/) first on the path.
+    result = subprocess.run(
+        [sys.executable, "-P", "-c", "import specrun, sys; assert specrun.__file__.startswith(sys.argv[1]); "
+         "from specrun.cli.main import main; main(['validate', 'suites'])", str(site)],
+        capture_output=True, text=True, env=wheel_env, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: ")
