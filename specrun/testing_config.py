@@ -1,0 +1,300 @@
+"""Settings of the Python test API (:mod:`specrun.testing`): ``test-config.yaml`` and ``SPECRUN_TEST__*``.
+
+Each setting is taken from the first place that has it:
+
+1. the argument (``Test(mode=..., match_threshold=...)``, ``Test.compare(mode=..., threshold=...)``);
+2. the environment: ``SPECRUN_TEST__`` then the key path joined by ``__``
+   (``SPECRUN_TEST__MODE``, ``SPECRUN_TEST__THRESHOLD``, ``SPECRUN_TEST__LLM__MODEL``, ...);
+3. the file: ``test-config.yaml`` in the working directory, or the file named by
+   ``SPECRUN_TEST_CONFIG``;
+4. the default: mode ``fallback``, threshold 0.8 (the ``match`` assertion's), evaluator ``default``.
+
+An evaluator decides whether an answer matches. ``default`` (alias ``deepeval``, Agent Kernel's
+name, and ``specrun``) is specrun's compare engine, the one behind the ``match`` assertion.
+Any other value is a dotted path ``package.module.Class`` to a class following
+:class:`Evaluator`, looked up next to the config file, in the working directory, then on
+``sys.path``.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import os
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from .compare import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
+from .errors import EvaluationError, UsageError
+
+CONFIG_FILE = "test-config.yaml"
+CONFIG_ENV = "SPECRUN_TEST_CONFIG"
+ENV_PREFIX = "SPECRUN_TEST__"
+MODEL_ENV = "SPECRUN_MODEL"
+BUILTIN_EVALUATORS = ("default", "deepeval", "specrun")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "mode": {"enum": list(MODES)},
+        "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "evaluator": {"type": "string", "minLength": 1},
+        "llm": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "model": {"type": "string", "minLength": 1},
+                "provider": {"type": "string", "minLength": 1},
+                "embedding_model": {"type": "string", "minLength": 1},
+            },
+        },
+    },
+}
+
+
+class Mode(enum.StrEnum):
+    """How an answer is compared with the expected ones (Agent Kernel's modes)."""
+
+    SCORE = "score"
+    """Quasi-exact match after normalisation: offline, no model."""
+    LLM = "llm"
+    """A model judges whether the answer conveys each expected answer."""
+    FALLBACK = "fallback"
+    """Score first; when no expected answer matches, the model judges."""
+
+
+@dataclass
+class LLMConfig:
+    """The judge model of llm mode; ``provider`` is prefixed litellm-style (``openai/gpt-4o-mini``)."""
+
+    model: str | None = None
+    provider: str | None = None
+    embedding_model: str | None = None  # kept for Agent Kernel files and custom evaluators
+
+    @property
+    def litellm_model(self) -> str | None:
+        """The model as litellm names it, else ``$SPECRUN_MODEL``, else None."""
+        if not self.model:
+            return os.environ.get(MODEL_ENV) or None
+        if self.provider and not self.model.startswith(f"{self.provider}/"):
+            return f"{self.provider}/{self.model}"
+        return self.model
+
+
+@dataclass
+class TestConfig:
+    """The resolved settings; ``origin`` says where each came from (``env``, ``file``, ``default``)."""
+
+    __test__ = False  # not a pytest test class
+
+    mode: str = DEFAULT_MODE
+    threshold: float = DEFAULT_THRESHOLD
+    evaluator: str = "default"
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    path: Path | None = None
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def resolve(self, mode: Mode | str | None = None, threshold: float | None = None) -> tuple[str, float]:
+        """The mode and threshold for one comparison: the arguments win over the settings."""
+        chosen = str(mode.value if isinstance(mode, Mode) else mode) if mode is not None else self.mode
+        if chosen not in MODES:
+            raise ValueError(f"unknown mode {chosen!r} (known: {', '.join(MODES)})")
+        value = self.threshold if threshold is None else float(threshold)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"threshold must be from 0 to 1, not {threshold!r}")
+        return chosen, value
+
+
+def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name, value in sorted(environ.items()):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        keys = [k.lower() for k in name[len(ENV_PREFIX) :].split("__")]
+        known = SCHEMA["properties"]
+        target = found
+        for depth, key in enumerate(keys):
+            spec = known.get(key)
+            last = depth == len(keys) - 1
+            if spec is None or (spec.get("type") == "object") == last:
+                names = _env_names()
+                raise UsageError(f"{name}: unknown test setting (known: {', '.join(names)})")
+            if last:
+                target[key] = _env_value(name, key, value)
+            else:
+                target = target.setdefault(key, {})
+                known = spec["properties"]
+    return found
+
+
+def _env_names() -> list[str]:
+    names = []
+    for key, spec in SCHEMA["properties"].items():
+        for sub in spec.get("properties") or [None]:
+            names.append(f"{ENV_PREFIX}{key}{'__' + sub if sub else ''}".upper())
+    return names
+
+
+def _env_value(name: str, key: str, value: str) -> Any:
+    value = value.strip()
+    if key == "mode" and value.lower() not in MODES:
+        raise UsageError(f"{name}={value!r}: unknown mode (known: {', '.join(MODES)})")
+    if key == "mode":
+        return value.lower()
+    if key == "threshold":
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 0.0 <= number <= 1.0:
+            raise UsageError(f"{name}={value!r}: expected a number from 0 to 1")
+        return number
+    if not value:
+        raise UsageError(f"{name} is set but empty")
+    return value
+
+
+def config_path(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path | None:
+    """The config file in use: ``$SPECRUN_TEST_CONFIG`` (which must exist), else
+    ``test-config.yaml`` in the working directory when there is one."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(CONFIG_ENV)
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise UsageError(f"{CONFIG_ENV}={explicit!r}: no such file")
+        return path
+    path = (cwd or Path.cwd()) / CONFIG_FILE
+    return path if path.is_file() else None
+
+
+def _file_settings(path: Path) -> dict[str, Any]:
+    from .loader import load_mapping_file
+
+    text = path.read_text("utf-8", errors="replace")
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        return {}  # an empty or comments-only file sets nothing
+    return load_mapping_file(path, SCHEMA)
+
+
+def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> TestConfig:
+    """The settings from the environment over the file over the defaults (see the module docstring).
+
+    A mistake (an unknown key, a bad mode) is a ``UsageError`` naming the file position or
+    the variable.
+    """
+    environ = os.environ if environ is None else environ
+    path = config_path(environ, cwd)
+    layers = [("default", {}), ("file", _file_settings(path) if path else {}), ("env", _env_settings(environ))]
+    config = TestConfig(path=path)
+    for origin, data in layers:
+        for key in ("mode", "threshold", "evaluator"):
+            if key in data:
+                setattr(config, key, data[key])
+                config.origin[key] = origin
+        for key, value in (data.get("llm") or {}).items():
+            setattr(config.llm, key, value)
+            config.origin[f"llm.{key}"] = origin
+    config.threshold = float(config.threshold)
+    return config
+
+
+# -- evaluators -------------------------------------------------------------------------------
+
+Verdict = tuple[bool, float, str]
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """What ``evaluator: package.module.Class`` names.
+
+    The class is instantiated once per comparison, with the :class:`TestConfig` when its
+    ``__init__`` takes an argument, else with none. ``evaluate`` receives the answer, the
+    acceptable answers (always a list, at least one), the user's question (or None), the
+    threshold (0 to 1) and the mode (``"score"``, ``"llm"`` or ``"fallback"``), and returns
+    ``(passed, score, reason)``; it may be a coroutine function. Raise
+    ``specrun.EvaluationError`` when no verdict can be reached (never return a guess).
+    """
+
+    def evaluate(
+        self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
+    ) -> Verdict | Awaitable[Verdict]: ...
+
+
+class CompareEvaluator:
+    """The built-in evaluator: :func:`specrun.compare.compare` with the configured judge model."""
+
+    def __init__(self, config: TestConfig):
+        self.config = config
+
+    async def evaluate(
+        self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
+    ) -> Verdict:
+        model = self.config.llm.litellm_model
+        client = None
+        if model and mode != "score":
+            from .models import ModelClient
+
+            client = ModelClient(model, cache_dir=None)
+        try:
+            result = await compare(
+                actual, expected, mode=mode, threshold=threshold, user_input=user_input, judge=client
+            )
+        except EvaluationError:
+            if client is None:
+                unmatched = " (no expected answer matched by score)" if mode == "fallback" else ""
+                raise EvaluationError(
+                    f"{mode} mode needs a model to judge{unmatched}: set llm.model in {CONFIG_FILE}, "
+                    f"{ENV_PREFIX}LLM__MODEL or {MODEL_ENV}, or use Mode.SCORE"
+                ) from None
+            raise
+        finally:
+            if client is not None:
+                await client.aclose()  # litellm's clients belong to this event loop: close them here
+        reason = result.reason or ("no match" if result.decided_by == "score" and not result.passed else "")
+        return result.passed, result.score, f"{result.decided_by}: {reason}" if reason else result.decided_by
+
+
+def load_evaluator(spec: Any, config: TestConfig) -> Any:
+    """An evaluator instance from a name, a dotted class path, a class or an instance."""
+    if spec is None:
+        spec = config.evaluator
+    if isinstance(spec, str):
+        if spec.strip().lower() in BUILTIN_EVALUATORS:
+            return CompareEvaluator(config)
+        if "." not in spec and ":" not in spec:
+            raise UsageError(
+                f"unknown evaluator {spec!r}: use {', '.join(BUILTIN_EVALUATORS)} or a dotted path package.module.Class"
+            )
+        from .imports import load_callable
+
+        search = [config.path.parent.resolve()] if config.path else []
+        search.append(Path.cwd())
+        spec = load_callable(spec, search)
+    if isinstance(spec, type):
+        try:
+            takes_config = len(inspect.signature(spec).parameters) > 0
+        except (TypeError, ValueError):
+            takes_config = False
+        spec = spec(config) if takes_config else spec()
+    if not callable(getattr(spec, "evaluate", None)):
+        raise UsageError(f"evaluator {spec!r} has no evaluate(actual, expected, user_input, threshold, mode) method")
+    return spec
+
+
+def alternatives(expected: str | Sequence[str]) -> list[str]:
+    """The acceptable answers as a list: a bare string is one answer (never its characters)."""
+    if isinstance(expected, str):
+        return [expected]
+    if expected is None or isinstance(expected, Mapping) or not isinstance(expected, Sequence):
+        raise TypeError(f"expected must be a string or a list of strings, not {type(expected).__name__}")
+    items = list(expected)
+    if not items:
+        raise ValueError("expected must name at least one acceptable answer")
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"expected answers must be strings, not {bad[0]!r}")
+    return items
