@@ -116,11 +116,7 @@ class Report:
     summary: dict[str, Any]
     stream: Stream
     cases: list[CaseStats]
-
-    @property
-    def multi(self) -> bool:
-        """True when cases ran more than once (stability fields are shown)."""
-        return int(self.summary.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in self.cases)
+    multi: bool = False  # cases ran more than once: stability fields are shown
 
     @property
     def interrupted(self) -> bool:
@@ -171,4 +167,6 @@ def load(summary: dict[str, Any], results_path: Path) -> Report:
     for source in (stream.summary or {}, summary):
         merged.update({k: v for k, v in source.items() if k in _RUNNER_KEYS or k not in merged})
     merged.pop("type", None)
-    return Report(stream.start, merged, stream, stream.aggregator.cases())
+    cases = stream.aggregator.cases()
+    multi = int(merged.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in cases)
+    return Report(stream.start, merged, stream, cases, multi)
