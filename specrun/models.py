@@ -601,7 +601,9 @@ class ModelClient:
                     },
                 ]
         excerpt = " ".join(text.split())[:200]
-        raise EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
+        error = EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
+        error.usage = usage  # type: ignore[attr-defined]  # what the unusable replies cost
+        raise error
 
     async def aclose(self) -> None:
         """Close litellm's pooled HTTP clients, so that a finished run exits."""

@@ -96,9 +96,10 @@ async def test_the_threshold_decides_when_the_judge_gives_a_score(server):
 
 async def test_llm_judge_garbage_is_an_error_after_exactly_one_retry(server):
     server.script({"content": "Looks good to me!"}, {"content": "Yes."})
-    with pytest.raises(EvaluationError, match="unusable twice"):
+    with pytest.raises(EvaluationError, match="unusable twice") as info:
         await LlmJudge().evaluate(Assertion("llm", {"criteria": "c"}), make_check(server))
     assert len(server.requests) == 2
+    assert info.value.usage.total_tokens == 30  # what was spent, for the runner to count
 
 
 async def test_llm_judge_garbage_then_json_passes(server):

@@ -248,6 +248,8 @@ class AgentJudge(AssertionType):
             reply.usage = usage
             return reply
         excerpt = " ".join(text.split())[:200]
-        raise EvaluationError(
+        error = EvaluationError(
             f"validator agent {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}"
         )
+        error.usage = usage  # type: ignore[attr-defined]  # what the unusable replies cost
+        raise error
