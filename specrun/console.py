@@ -143,7 +143,7 @@ class ConsoleReport:
             ("Errors", summary.get("errors")),
             ("Skipped", summary.get("skipped") or None),
             ("Not run", summary.get("not_run") or None),
-            ("Pass Rate", f"{summary['pass_rate']}%" if summary.get("pass_rate") is not None else None),
+            ("Pass Rate", f"{summary['overall_pass_rate']}%" if summary.get("overall_pass_rate") is not None else None),
             ("Duration", format_duration(summary.get("duration_ms", 0) / 1000)),
         ]
         usage = summary.get("usage")
@@ -152,7 +152,13 @@ class ConsoleReport:
             if usage.get("cost") is not None:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
-            rows += [("Stable", summary.get("stable_cases")), ("Unstable", summary.get("unstable_cases"))]
+            rows[0] = ("Total", f"{summary.get('total')} cases x {summary['runs_per_case']} runs")
+            rows += [
+                ("Stable", summary.get("stable_cases")),
+                ("Unstable", summary.get("unstable_cases")),
+                ("pass^k", f"{summary.get('pass_hat_k')}%"),
+                ("pass@k", f"{summary.get('pass_at_k')}%"),
+            ]
         for path in self.output_paths:
             rows.append(("Output", path))
         for label, value in rows:

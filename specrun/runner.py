@@ -11,7 +11,6 @@ import contextlib
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,6 +36,7 @@ from .model import (
 from .plugins import Plugins
 from .project import Agent, Project
 from .services import Services
+from .stability import Aggregator, exit_code
 from .verdicts import combine, evaluate_all, judge_usage
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
@@ -98,13 +98,12 @@ class Runner:
         self.observers = observers or []
         self.models = models
         self.stream_path = stream_path
-        self.counts: Counter[str] = Counter()
-        self.usage = Usage()
+        self.aggregator = Aggregator(options.min_pass_rate, options.runs)
+        self.done = 0
         self.interrupted: str | None = None
         self._stop: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: list[dict[str, Any]] | None = None
-        self.aggregator: Any = None
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -329,11 +328,8 @@ class Runner:
     # -- results --------------------------------------------------------------------------------
 
     def _emit(self, result: Result) -> None:
-        self.counts[result.status] += 1
-        if result.usage is not None:
-            self.usage.add(result.usage)
-        if self.aggregator is not None:
-            self.aggregator.add(result.to_dict())
+        self.done += 1
+        self.aggregator.add(result.to_dict())
         for reporter in self.reporters:
             reporter.add(result)
         self.plugins.hook.case_finished(result=result)
@@ -345,30 +341,15 @@ class Runner:
             )
 
     def _summary(self, scheduled: int, duration_ms: float) -> dict[str, Any]:
-        done = sum(self.counts.values())
-        summary: dict[str, Any] = {
-            "type": "summary",
-            "total": done,
-            "passed": self.counts["passed"],
-            "failed": self.counts["failed"],
-            "errors": self.counts["error"],
-            "skipped": self.counts["skipped"],
-            "not_run": scheduled - done,
-            "duration_ms": round(duration_ms, 1),
-            "runs_per_case": self.options.runs,
-            "interrupted": bool(self.interrupted),
-        }
-        judged = summary["passed"] + summary["failed"] + summary["errors"]
-        summary["pass_rate"] = round(100 * summary["passed"] / judged, 1) if judged else None
-        if self.usage.total_tokens or self.usage.cost is not None:
-            summary["usage"] = self.usage.to_dict()
-        return summary
+        """Per-case verdicts (a case's runs judged together, under any pass-rate gate)."""
+        summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
+        return {"type": "summary", **summary, "not_run": scheduled - self.done}
 
     def exit_code(self, summary: dict[str, Any]) -> int:
         """0 all passed, 1 a case failed or errored, 130/143 interrupted."""
         if self.interrupted:
             return INTERRUPT_EXIT.get(self.interrupted, 130)
-        return 1 if summary["failed"] or summary["errors"] else 0
+        return exit_code(summary)
 
 
 class _HookFailed(Exception):
