@@ -1,0 +1,284 @@
+"""pytest plugin (entry point ``pytest11``): ``pytest suites/`` runs specrun suite files, one item per case.
+
+Which files: the suite files ``specrun suites/`` would load (``*.jsonl``, ``*.yaml``, ``*.yml``,
+``*.json``; not hidden, not under ``fixtures``/``node_modules``/``__pycache__``, not
+``agent.yaml``/``specrun.yaml``/``test-config.yaml``, not reports specrun wrote), and only
+inside a specrun project: a folder at or above the file holds ``specrun.yaml`` or
+``agent.yaml``. ``--specrun`` collects them anywhere. So JSON and YAML data in ordinary test
+folders is never mistaken for a suite.
+
+Each case is an item named by its id (node id ``path::case_id``), so ``-k``, ``-x``,
+``--junitxml``, ``-m TAG`` (a case's ``tags`` are markers) and pytest-xdist work. The case runs
+through :meth:`specrun.runner.Runner.run_one` on one event loop per pytest process, in the
+item's setup: a failed assertion is a pytest failure showing each assertion's message,
+expected and actual; a specrun error (the agent crashed or timed out, a judge gave no verdict)
+is a pytest error; a skipped case is skipped. Mistakes in a suite are a collection error
+listing every ``file:line:col``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+_SUFFIXES = (".jsonl", ".yaml", ".yml", ".json")
+_MARKERS = ("specrun.yaml", "specrun.yml", "agent.yaml", "agent.yml")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specrun")
+    group.addoption(
+        "--specrun",
+        action="store_true",
+        default=False,
+        help="Collect specrun suite files anywhere (default: only inside a folder with specrun.yaml or agent.yaml).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "specrun: a case from a specrun suite file")
+    config.stash[_STATE] = _State()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
+
+
+@functools.lru_cache(maxsize=1024)
+def project_folder(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` holding specrun.yaml or agent.yaml."""
+    for candidate in [folder, *folder.parents]:
+        if any((candidate / name).is_file() for name in _MARKERS):
+            return candidate
+    return None
+
+
+def is_suite_file(path: Path, anywhere: bool = False, base: Path | None = None) -> bool:
+    """True when pytest should collect ``path`` as a suite (see the module docstring); with
+    ``anywhere``, folders are checked from ``base`` (the invocation folder) down."""
+    if path.suffix.lower() not in _SUFFIXES or path.name.startswith("."):
+        return False
+    from .loader import RESERVED_NAMES, SKIPPED_DIRS, is_report
+
+    if path.name in RESERVED_NAMES:
+        return False
+    root = project_folder(path.parent.resolve()) or (base if anywhere else None)
+    if root is None:
+        return False
+    try:
+        folders = path.parent.resolve().relative_to(root.resolve()).parts
+    except ValueError:
+        folders = ()
+    if any(f.startswith(".") or f in SKIPPED_DIRS for f in folders):
+        return False
+    return not is_report(path)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    if is_suite_file(file_path, config.getoption("specrun"), config.invocation_params.dir):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class _State:
+    """What the session shares: plugins, loader, one project and runner per project root,
+    and the event loop (in a thread) that every case runs on, so that connection pools live
+    as long as the session."""
+
+    def __init__(self) -> None:
+        self._plugins: Any = None
+        self._loader: Any = None
+        self.projects: dict[Path, Any] = {}
+        self.runners: dict[Path, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def plugins(self) -> Any:
+        if self._plugins is None:
+            from .plugins import default_plugins
+
+            self._plugins = default_plugins()
+        return self._plugins
+
+    @property
+    def loader(self) -> Any:
+        if self._loader is None:
+            from .loader import Loader
+
+            self._loader = Loader(self.plugins.registry)
+        return self._loader
+
+    def project_for(self, path: Path) -> Any:
+        from .project import Project
+
+        project = Project.discover(path, self.plugins.registry)
+        return self.projects.setdefault(project.root, project)
+
+    def runner_for(self, project: Any) -> Any:
+        if project.root not in self.runners:
+            from .model import DEFAULT_TIMEOUT, parse_duration
+            from .runner import Runner, RunOptions
+
+            options = RunOptions(timeout=parse_duration(project.config.get("timeout") or DEFAULT_TIMEOUT))
+            self.runners[project.root] = Runner(project, self.plugins, options, models=_models(project))
+        return self.runners[project.root]
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="specrun-cases", daemon=True)
+            self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        for runner in self.runners.values():
+            for close in (runner.project.aclose, getattr(runner.models, "aclose", None)):
+                if close is not None:
+                    try:
+                        self.run(asyncio.wait_for(close(), 10))
+                    except Exception:
+                        pass  # best effort: the session is over
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        if not self._loop.is_running():
+            self._loop.close()
+        self._loop = None
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def _models(project: Any) -> Any:
+    try:
+        from .models import ModelClient
+    except ImportError:
+        return None
+    return ModelClient.from_config(project.config, project.root)
+
+
+class SuiteFile(pytest.File):
+    """A suite file: one :class:`CaseItem` per case, each with the agent it will run against."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        from .errors import SpecrunError, SuiteError
+        from .plan import build_plan
+
+        state = self.config.stash[_STATE]
+        try:
+            project = state.project_for(self.path)
+            suite, problems = state.loader.load_file(self.path)
+            if problems:
+                raise SuiteError(problems)
+            plan = build_plan([suite], project, state.plugins)
+        except SpecrunError as exc:
+            raise self.CollectError(str(exc)) from None
+        runner = state.runner_for(project)
+        if runner.models is not None and plan.needs_model(state.plugins.registry):
+            runner.models.preload()
+        for case, agent in plan.pairs:
+            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, runner=runner)
+
+
+class CaseFailed(Exception):
+    """A case whose assertions said no; its representation lists them."""
+
+    def __init__(self, result: Any):
+        super().__init__(result.case.id)
+        self.result = result
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite, run once."""
+
+    def __init__(self, *, case: Any, agent: Any, runner: Any, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.case = case
+        self.agent = agent
+        self.runner = runner
+        self.result: Any = None
+        self.add_marker("specrun")
+        for tag in case.tags:
+            if tag.isidentifier() or all(c.isalnum() or c in "-_." for c in tag):
+                self.config.addinivalue_line("markers", f"{tag}: specrun case tag")
+                self.add_marker(tag)
+        if case.skip:
+            self.add_marker(pytest.mark.skip(reason=case.skip if isinstance(case.skip, str) else "skip: true"))
+        self.user_properties.append(("agent", agent.id))
+
+    def setup(self) -> None:
+        from .runner import Job
+
+        if self.config.getoption("setuponly", False):
+            return
+        self.result = result = self.config.stash[_STATE].run(self.runner.run_one(Job(self.case, self.agent)))
+        if result.status == "error":
+            pytest.fail(describe(result), pytrace=False)
+
+    def runtest(self) -> None:
+        result = self.result
+        if result is None:
+            return
+        if result.status == "skipped":
+            pytest.skip(result.error or "skipped")
+        if result.status == "failed":
+            raise CaseFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, CaseFailed):
+            return describe(excinfo.value.result)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.case.location.line - 1, f"case {self.case.id}"
+
+
+def _short(value: Any, limit: int = 500) -> str:
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = repr(text) if isinstance(value, str) else text
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(result: Any) -> str:
+    """A failed or errored result for a person: where, the input, the output, and why."""
+    case = result.case
+    lines = [f"specrun case {case.id!r} {result.status} ({case.location})"]
+    if case.input:
+        lines.append(f"  input:  {_short(case.input[-1].text)}")
+    if result.response is not None:
+        lines.append(f"  output: {_short(result.response.content)}")
+    if result.error:
+        lines.append(f"  error:  {result.error}")
+    for verdict in result.assertions:
+        if verdict.status == "passed":
+            continue
+        mark = "✗" if verdict.status == "failed" else "!"
+        lines.append(f"  {mark} {verdict.type} {verdict.status}" + (f": {verdict.message}" if verdict.message else ""))
+        if verdict.expected is not None:
+            lines.append(f"      expected: {_short(verdict.expected)}")
+        if verdict.actual is not None:
+            lines.append(f"      actual:   {_short(verdict.actual)}")
+    passed = sum(1 for v in result.assertions if v.status == "passed")
+    if result.assertions:
+        lines.append(f"  {passed} of {len(result.assertions)} assertions passed")
+    return "\n".join(lines)

@@ -1,0 +1,208 @@
+"""The pytest plugin: suite files collected as one item per case, with pytest's own options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from specrun.pytest_plugin import is_suite_file
+
+pytest_plugins = ["pytester"]
+
+REPO = Path(__file__).resolve().parents[1]
+AGENTS = REPO / "tests" / "agents"
+
+AGENT = """
+def respond(messages, ctx):
+    text = messages[-1].text
+    if text == "crash":
+        raise RuntimeError("boom")
+    return "echo: " + text
+"""
+
+CASES = """
+name: bot suite
+cases:
+  - id: hello
+    input: hi
+    tags: [smoke, fast-one]
+    assertions:
+      - {type: contains, value: "echo: hi"}
+  - id: wrong
+    input: hi
+    assertions:
+      - {type: contains, value: "bye"}
+      - {type: equals, value: "echo: hi"}
+  - id: crashes
+    input: crash
+    assertions: [{type: contains, value: x}]
+  - id: later
+    input: hi
+    skip: not today
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A specrun project: specrun.yaml at the root, agent ``bot`` with a suite under it."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makefile(".yaml", specrun="timeout: 10s\n")
+    (pytester.path / "bot" / "tests").mkdir(parents=True)
+    (pytester.path / "bot" / "agent.yaml").write_text("target: python:bot_agent:respond\n")
+    (pytester.path / "bot" / "bot_agent.py").write_text(AGENT)
+    (pytester.path / "bot" / "tests" / "cases.yaml").write_text(CASES)
+    return pytester
+
+
+def test_one_item_per_case_named_by_its_id(project):
+    result = project.runpytest("--collect-only", "-q")
+    lines = [line for line in result.outlines if "::" in line]
+    assert lines == [f"bot/tests/cases.yaml::{case}" for case in ("hello", "wrong", "crashes", "later")]
+
+
+def test_k_runs_one_case(project):
+    result = project.runpytest("-k", "hello")
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+def test_verdicts_map_to_pytest_outcomes_and_a_failure_shows_the_assertions(project):
+    result = project.runpytest("-rs")
+    result.assert_outcomes(passed=1, failed=1, errors=1, skipped=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*specrun case 'wrong' failed (bot/tests/cases.yaml:9)",
+            "  input:  'hi'",
+            "  output: 'echo: hi'",
+            '  ✗ contains failed: output lacks "bye"*',
+            "      expected: 'bye'",
+            "      actual:   'echo: hi'",
+            "  1 of 2 assertions passed",
+        ]
+    )
+    assert "ERROR at setup of case crashes" in out and "error:  agent error: RuntimeError: boom" in out
+    assert "SKIPPED [1] bot/tests/cases.yaml: not today" in out
+    assert "Traceback" not in out and "pytest_plugin.py" not in out
+
+
+def test_junitxml_names_cases_by_id(project):
+    project.runpytest("--junitxml=report.xml")
+    cases = {c.get("name"): c for c in ET.parse(project.path / "report.xml").iter("testcase")}
+    assert sorted(cases) == ["crashes", "hello", "later", "wrong"]
+    assert {c.get("classname") for c in cases.values()} == {"bot.tests.cases.yaml"}
+    assert cases["wrong"].find("failure") is not None and "expected: 'bye'" in cases["wrong"].find("failure").text
+    assert cases["crashes"].find("error") is not None
+    assert cases["later"].find("skipped").get("message") == "not today"
+    assert cases["hello"].find("properties/property").attrib == {"name": "agent", "value": "bot"}
+
+
+def test_x_stops_at_the_first_failure(project):
+    result = project.runpytest("-x")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*stopping after 1 failures*"])
+
+
+def test_case_tags_are_registered_markers(project):
+    result = project.runpytest("-m", "smoke and fast-one", "--strict-markers", "-W", "error")
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+def test_mistakes_in_a_suite_are_a_collection_error_with_positions(project):
+    (project.path / "bot" / "tests" / "bad.yaml").write_text(
+        "cases:\n  - id: one\n    input: hi\n    assertions: [{type: containz, value: x}]\n  - {id: two}\n"
+    )
+    result = project.runpytest("bot/tests/bad.yaml")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting bot/tests/bad.yaml*",
+            "bot/tests/bad.yaml:4:25: unknown assertion type 'containz'; did you mean 'contains'*",
+            "bot/tests/bad.yaml:5:5: missing required field 'input'*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_json_and_yaml_outside_a_project_are_left_alone_unless_asked(pytester):
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    (pytester.path / "bot_agent.py").write_text(AGENT)
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "settings.json").write_text('{"not": "a suite"}')
+    (pytester.path / "cases.yaml").write_text(
+        "target: python:bot_agent:respond\ncases:\n  - {id: plain, input: hi, assert: {type: contains, value: hi}}\n"
+    )
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    pytester.runpytest().assert_outcomes(passed=1)  # only the Python test
+    result = pytester.runpytest("--specrun", "cases.yaml")
+    result.assert_outcomes(passed=1)
+
+
+def test_which_files_are_suites(tmp_path):
+    (tmp_path / "specrun.yaml").write_text("timeout: 5s\n")
+    for name in (
+        "suites/a.jsonl",
+        "suites/b.YAML",
+        "suites/fixtures/f.json",
+        "suites/.hidden/h.yaml",
+        "suites/node_modules/n.json",
+        "suites/.dot.yaml",
+        "suites/agent.yaml",
+        "suites/test-config.yaml",
+        "suites/output-20250101.jsonl",
+        "suites/report.json",
+        "suites/notes.txt",
+    ):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"specrun_report": 1}' if name.endswith("report.json") else "cases: []\n")
+    found = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if is_suite_file(p))
+    assert found == ["suites/a.jsonl", "suites/b.YAML"]
+    assert not is_suite_file(REPO / "tests" / "bad_inputs" / "bad_regex.yaml")
+    assert is_suite_file(REPO / "tests" / "bad_inputs" / "bad_regex.yaml", anywhere=True, base=REPO)
+
+
+def test_a_cli_agent_suite_runs_on_the_session_loop(project):
+    (project.path / "cli").mkdir()
+    (project.path / "cli" / "agent.yaml").write_text(
+        f"target: {{type: process, command: [{sys.executable!r}, {str(AGENTS / 'echo_cli.py')!r}]}}\n"
+    )
+    (project.path / "cli" / "turns.jsonl").write_text(
+        '{"id": "two-turns", "input": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],'
+        ' "assert": {"type": "equals", "value": "[echo] echo: b (#2)"}}\n'
+        '{"id": "another", "input": "c", "assert": {"type": "equals", "value": "[echo] echo: c (#1)"}}\n'
+    )
+    project.runpytest("cli").assert_outcomes(passed=2)
+
+
+def test_pytest_xdist_runs_cases_in_workers(project):
+    result = project.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "bot")
+    result.assert_outcomes(passed=1, failed=1, errors=1, skipped=1)
+
+
+def test_the_repos_own_run_collects_no_suite_files():
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    items = [line for line in done.stdout.splitlines() if "::" in line]
+    assert items and all(line.startswith("tests/test_") and ".py::" in line for line in items)
+
+
+def test_the_example_suites_run_under_pytest():
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "suites/", "-k", "T001"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 passed" in done.stdout and "deselected" in done.stdout
