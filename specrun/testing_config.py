@@ -99,7 +99,7 @@ class TestConfig:
 
     def resolve(self, mode: Mode | str | None = None, threshold: float | None = None) -> tuple[str, float]:
         """The mode and threshold for one comparison: the arguments win over the settings."""
-        chosen = str(mode.value if isinstance(mode, Mode) else mode) if mode is not None else self.mode
+        chosen = str(mode.value if isinstance(mode, Mode) else mode).lower() if mode is not None else self.mode
         if chosen not in MODES:
             raise ValueError(f"unknown mode {chosen!r} (known: {', '.join(MODES)})")
         value = self.threshold if threshold is None else float(threshold)
