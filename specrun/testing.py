@@ -125,8 +125,8 @@ class Test:
     :param mode: mode of :meth:`expect` (default: the configured one, ``fallback``).
     :param prompt: regex ending a CLI agent's reply; group 1 names the current agent
         (default: Agent Kernel's ``(name) >> ``).
-    :param read_timeout: seconds a CLI agent may take to print its prompt; past it the call
-        fails with ``TargetError`` (and later calls fail at once).
+    :param read_timeout: seconds a CLI agent may take to print its prompt (any other agent:
+        to reply); past it the call fails with ``TargetError`` (and later calls fail at once).
     :param cwd: working folder of a CLI agent; ``env``: extra environment variables for it.
     :param evaluator: an evaluator (instance, class or dotted path) overriding the configured one.
     """
@@ -300,7 +300,12 @@ class Test:
                 response = Response(content=reply)
             else:
                 self._history.append(Message("user", message))
-                response = as_response(await self._session.send(list(self._history)))
+                try:
+                    async with asyncio.timeout(self.read_timeout):
+                        response = as_response(await self._session.send(list(self._history)))
+                except TimeoutError:
+                    self._history.pop()
+                    raise TargetError(f"no reply within {self.read_timeout:g}s") from None
                 self._history.append(Message("assistant", response.text))
                 self.agent_name = getattr(self._session, "agent_name", None) or self.agent_name
         except TargetError as exc:

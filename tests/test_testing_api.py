@@ -174,7 +174,7 @@ async def test_examples_demo_is_found_next_to_the_calling_file(monkeypatch):
 # -- other targets ----------------------------------------------------------------------------
 
 
-async def test_a_target_mapping_and_an_agent_id(tmp_path):
+async def test_a_target_mapping_an_agent_id_and_a_shorthand_with_a_timeout(tmp_path):
     (tmp_path / "echo_bot.py").write_text(
         "def reply(messages, ctx):\n    return f'{len(messages)}: {messages[-1].text}'\n"
     )
@@ -191,7 +191,16 @@ async def test_a_target_mapping_and_an_agent_id(tmp_path):
         assert test.agent_name == "bot"
         await test.send("hi")
         await test.expect("helper says hi")
-    for name in ("echo_bot", "helper"):
+    (tmp_path / "slow_bot.py").write_text("import time\n\ndef reply(messages, ctx):\n    time.sleep(30)\n")
+    test = Test("python:slow_bot:reply", read_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(TargetError, match=r"no reply within 0.5s"):
+        await test.send("hello")
+    assert time.monotonic() - started < 5
+    with pytest.raises(TargetError, match="failed earlier"):
+        await test.send("again")
+    await test.stop()
+    for name in ("echo_bot", "helper", "slow_bot"):
         sys.modules.pop(name, None)
 
 
