@@ -36,6 +36,11 @@ def command(ctx: click.Context, paths: tuple[Path, ...]) -> None:
             err=True,
         )
         ctx.exit(exc.exit_code)
+    # The process ends here: spare the interpreter's final collections a scan of every loaded
+    # case (a third of the CPU time of validating 10,000 cases).
+    import gc
+
+    gc.freeze()
     cases = sum(len(s.cases) for s in suites)
     if not suites:
         raise UsageError(f"no suite files found under {', '.join(map(str, paths))}")
