@@ -156,7 +156,7 @@ class Conversation:
             raise _Stop("error", f"simulator error: {exc}") from exc
         except Exception as exc:
             raise _Stop("error", f"simulator error: {type(exc).__name__}: {exc}") from exc
-        self._spend(getattr(said, "usage", None))  # SimulatorTurn has no usage field; model-backed ones add it
+        self._spend(said.usage)
         if said.goal_achieved:
             return None
         if not said.message.strip():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class SpecrunError(Exception):
@@ -51,4 +52,9 @@ class TargetError(SpecrunError):
 
 
 class EvaluationError(SpecrunError):
-    """An assertion could not reach a verdict (the result is an ``error``, never a pass or fail)."""
+    """An assertion could not reach a verdict (the result is an ``error``, never a pass or fail).
+
+    ``usage`` may carry the tokens and cost spent before giving up (e.g. unparseable judge replies).
+    """
+
+    usage: Any = None

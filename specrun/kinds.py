@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite
+from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
 
 
 class Plugin:
@@ -160,6 +160,7 @@ class SimulatorTurn:
     message: str
     goal_achieved: bool = False
     reasoning: str | None = None
+    usage: Usage | None = None  # tokens and cost the simulator spent on this turn
 
 
 @dataclass

@@ -602,7 +602,7 @@ class ModelClient:
                 ]
         excerpt = " ".join(text.split())[:200]
         error = EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
-        error.usage = usage  # type: ignore[attr-defined]  # what the unusable replies cost
+        error.usage = usage  # what the unusable replies cost
         raise error
 
     async def aclose(self) -> None:

@@ -144,6 +144,8 @@ class Runner:
             for sig in handled:
                 loop.remove_signal_handler(sig)
             await self.project.aclose()
+            if self.models is not None:
+                await self.models.aclose()
         summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
         self.plugins.hook.run_finished(info=info, summary=summary)
         for reporter in self.reporters:

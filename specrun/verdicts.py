@@ -19,7 +19,9 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
     try:
         verdict = await instance.evaluate(assertion, check)
     except EvaluationError as exc:
-        return AssertionResult(assertion.type, "error", str(exc))
+        spent: Usage | None = getattr(exc, "usage", None)  # what unusable judge replies cost
+        details = {"usage": spent.to_dict()} if spent and (spent.total_tokens or spent.cost) else None
+        return AssertionResult(assertion.type, "error", str(exc), details=details)
     except Exception as exc:
         return AssertionResult(
             assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"

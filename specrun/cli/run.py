@@ -115,7 +115,7 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     if not plan.pairs:
         raise UsageError("no cases to run" + (f" match --run {flags['run_filter']!r}" if flags["run_filter"] else ""))
     if flags["dry_run"]:
-        _show_plan(plan, options.runs)
+        _show_plan(plan, options.runs, flags["save"])
         await project.aclose()
         return 0
     if models is not None and plan.needs_model(registry):
@@ -210,16 +210,22 @@ def _print_direct(stream: Path) -> None:
             click.echo(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2))
 
 
-def _show_plan(plan: Any, runs: int) -> None:
+def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
     from ..console import clean
 
     for case, agent in plan.pairs:
-        kind = "dynamic" if case.dynamic else "standard"
-        types = ", ".join(a.type for a in case.assertions) or "-"
-        click.echo(f"{case.location}  [{clean(case.id)}] {kind} agent={agent.id} assertions={types}")
+        if case.dynamic:
+            simulator = case.simulator or {}
+            who = simulator.get("use") or simulator.get("type", "--simulator")
+            steps = " → ".join(c.id + ("" if c.required else "?") for c in case.checkpoints)
+            detail = f"dynamic agent={agent.id} simulator={who} checkpoints={steps}"
+        else:
+            detail = f"standard agent={agent.id} assertions={', '.join(a.type for a in case.assertions) or '-'}"
+        click.echo(f"{case.location}  [{clean(case.id)}] {detail}")
         if case.input:
             click.echo(f"    input: {clean(case.title, 100)}")
-    click.echo(f"{len(plan.pairs)} cases x {runs} run(s); nothing was run or written (--dry-run)")
+    written = f"nothing was run; only {saved} was written" if saved else "nothing was run or written"
+    click.echo(f"{len(plan.pairs)} cases x {runs} run(s); {written} (--dry-run)")
 
 
 def _save_generated(suites: list[Any], path: Path) -> None:

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from specrun.kinds import SimulatorState, SimulatorTurn
-from specrun.model import MISSING, Usage, extract_json
+from specrun.model import MISSING, extract_json
 
 REPLY_FORMAT = '{"message": "<what the user says next>", "goal_achieved": true or false, "reasoning": "<why>"}'
 REMINDER = f"Reply with a JSON object only: {REPLY_FORMAT}."
 
 
-@dataclass
-class SpentTurn(SimulatorTurn):
-    """A turn and the tokens it cost; the conversation adds ``usage`` to the case's."""
-
-    usage: Usage | None = None
-
-
-def parse_reply(value: Any) -> SpentTurn:
+def parse_reply(value: Any) -> SimulatorTurn:
     """A ``SimulatorTurn`` from a reply (a dict, or text holding JSON, fenced or in prose).
 
     ``input`` is accepted for ``message``. Raises ``ValueError`` saying what is wrong.
@@ -42,7 +34,7 @@ def parse_reply(value: Any) -> SpentTurn:
     if not goal and not message.strip():
         raise ValueError("'message' is missing or empty (and goal_achieved is false)")
     reasoning = data.get("reasoning")
-    return SpentTurn(message, goal, str(reasoning) if reasoning is not None else None)
+    return SimulatorTurn(message, goal, str(reasoning) if reasoning is not None else None)
 
 
 def _described(state: SimulatorState, ids: list[str]) -> list[dict[str, Any]]:
