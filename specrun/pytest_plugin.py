@@ -45,6 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "specrun: a case from a specrun suite file")
     config.stash[_STATE] = _State()
+    project_folder.cache_clear()  # a new session may see new specrun.yaml files
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -67,12 +68,12 @@ def is_suite_file(path: Path, anywhere: bool = False, base: Path | None = None) 
     ``anywhere``, folders are checked from ``base`` (the invocation folder) down."""
     if path.suffix.lower() not in _SUFFIXES or path.name.startswith("."):
         return False
-    from .loader import RESERVED_NAMES, SKIPPED_DIRS, is_report
-
-    if path.name in RESERVED_NAMES:
-        return False
     root = project_folder(path.parent.resolve()) or (base if anywhere else None)
     if root is None:
+        return False
+    from .loader import RESERVED_NAMES, SKIPPED_DIRS, is_report  # only now: most JSON is no suite
+
+    if path.name in RESERVED_NAMES:
         return False
     try:
         folders = path.parent.resolve().relative_to(root.resolve()).parts
@@ -192,7 +193,8 @@ class SuiteFile(pytest.File):
         except SpecrunError as exc:
             raise self.CollectError(str(exc)) from None
         runner = state.runner_for(project)
-        if runner.models is not None and plan.needs_model(state.plugins.registry):
+        collect_only = self.config.getoption("collectonly", False)
+        if runner.models is not None and not collect_only and plan.needs_model(state.plugins.registry):
             runner.models.preload()
         for case, agent in plan.pairs:
             yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, runner=runner)
