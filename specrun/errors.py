@@ -47,6 +47,10 @@ class PluginError(SpecrunError):
     exit_code = 2
 
 
+class ReportError(SpecrunError):
+    """A reporter could not write its report (the streamed results are kept)."""
+
+
 class TargetError(SpecrunError):
     """The agent under test failed: it crashed, hung, or answered with garbage."""
 

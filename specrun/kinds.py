@@ -211,8 +211,8 @@ class Reporter(Plugin):
     def add(self, result: Result) -> None:
         """One result is final."""
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        """The run ended (``summary['interrupted']`` when cut short)."""
+    def finish(self, summary: dict[str, Any], results_path: Path) -> Any:
+        """The run ended (``summary['interrupted']`` when cut short). May be ``async``."""
 
 
 __all__ = [

@@ -474,11 +474,16 @@ def to_messages(value: Any, base_dir: Path) -> list[Message]:
     return messages
 
 
-def load_mapping_file(path: Path, schema: dict[str, Any]) -> dict[str, Any]:
-    """An agent or config file, validated against ``schema``; a ``SuiteError`` lists every mistake."""
+def load_mapping_file(path: Path, schema: dict[str, Any], empty_ok: bool = False) -> dict[str, Any]:
+    """An agent or config file, validated against ``schema``; a ``SuiteError`` lists every mistake.
+
+    With ``empty_ok`` an empty file is an empty mapping (a ``specrun.yaml`` that only marks the root).
+    """
     from .documents import load_mapping
 
     display = display_path(path)
+    if empty_ok and path.is_file() and not path.read_bytes().strip():
+        return {}
     try:
         data, record = load_mapping(path, display)
     except DocumentError as exc:

@@ -67,7 +67,8 @@ class Project:
         for candidate in [folder, *folder.parents]:
             for name in CONFIG_NAMES:
                 if (candidate / name).is_file():
-                    return cls(candidate, registry, load_mapping_file(candidate / name, config_schema()))
+                    config = load_mapping_file(candidate / name, config_schema(), empty_ok=True)
+                    return cls(candidate, registry, config)
         return cls(Path.cwd().resolve(), registry)
 
     # -- agents ---------------------------------------------------------------------------------

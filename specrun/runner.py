@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 import time
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .errors import SpecrunError, TargetError
+from .errors import ReportError, SpecrunError, TargetError
 from .hooks import call_hook
 from .kinds import Check, Reporter
 from .model import (
@@ -148,10 +149,18 @@ class Runner:
                 await self.models.aclose()
         summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
         self.plugins.hook.run_finished(info=info, summary=summary)
+        failures = []
         for reporter in self.reporters:
-            reporter.finish(summary, self.stream_path)
+            try:
+                done = reporter.finish(summary, self.stream_path)
+                if inspect.isawaitable(done):
+                    await done
+            except Exception as exc:  # one broken reporter must not cost the others (or the results)
+                failures.append(f"{reporter.name} reporter ({reporter.path}) failed: {type(exc).__name__}: {exc}")
         for observer in self.observers:
             observer.finish(summary)
+        if failures:
+            raise ReportError("; ".join(failures) + f"; every result is in {self.stream_path}")
         return summary
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:

@@ -46,6 +46,7 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write generated cases to FILE (.jsonl/.yaml/.json).",
 )
+@click.option("-r", "--reporter", help="A reporter agent (agents:ID) that writes the -o report from the results.")
 @click.option("--simulator", help="Default simulator agent id for dynamic cases.")
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
@@ -125,7 +126,10 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     outputs = list(flags["outputs"])
     if not outputs and not direct:
         outputs = [str(_default_output(first))]
-    reporters, stream_path, temporary = _reporters(outputs, registry)
+    if flags["reporter"] and not flags["outputs"]:
+        raise UsageError("-r needs -o FILE: the reporter agent's answer is written there")
+    agent_options = {"agent": flags["reporter"], "call_agent": runner.call_agent, "verbose": flags["verbose"]}
+    reporters, stream_path, temporary = _reporters(outputs, registry, agent_options if flags["reporter"] else None)
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
@@ -148,13 +152,11 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         project_root=project.root,
     )
-    try:
-        summary = await runner.run(plan.jobs(options.runs), info)
-        if direct and not flags["outputs"]:
-            _print_direct(stream_path)
-    finally:
-        if temporary:
-            stream_path.unlink(missing_ok=True)
+    summary = await runner.run(plan.jobs(options.runs), info)  # a failed report keeps the stream
+    if direct and not flags["outputs"]:
+        _print_direct(stream_path)
+    if temporary:
+        stream_path.unlink(missing_ok=True)
     return runner.exit_code(summary)
 
 
@@ -186,9 +188,14 @@ def _default_output(first: Path) -> Path:
     return folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl"
 
 
-def _reporters(outputs: list[str], registry: Any) -> tuple[list[Any], Path, bool]:
-    """Reporters for the ``-o`` files; the JSONL stream is one of them or a temporary file."""
+def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) -> tuple[list[Any], Path, bool]:
+    """Reporters for the ``-o`` files; the JSONL stream is one of them or a temporary file.
+
+    With ``-r`` (``agent``), every ``-o`` file but a ``.jsonl`` is written by the reporter agent.
+    """
     classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+    if agent is not None:
+        classes = [(p, cls if cls.name == "jsonl" else registry.get("reporter", "agent")) for p, cls in classes]
     stream = next((p for p, cls in classes if cls.name == "jsonl"), None)
     temporary = stream is None
     if stream is None:
@@ -198,7 +205,8 @@ def _reporters(outputs: list[str], registry: Any) -> tuple[list[Any], Path, bool
         classes.insert(0, (stream, registry.get("reporter", "jsonl")))
     else:
         classes.sort(key=lambda pc: pc[0] != stream)
-    return [cls(path) for path, cls in classes], stream, temporary
+    reporters = [cls(path, agent if cls.name == "agent" else None) for path, cls in classes]
+    return reporters, stream, temporary
 
 
 def _print_direct(stream: Path) -> None:
