@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SuiteError, UsageError
+from .documents import load_mapping
+from .errors import Problem, SpecrunError, SuiteError, UsageError
 from .kinds import Target
-from .loader import SKIPPED_DIRS, load_mapping_file
+from .loader import SKIPPED_DIRS, display_path, load_mapping_file
 from .registry import Registry
 from .schemas import agent_schema, config_schema
 
@@ -152,12 +153,24 @@ class Project:
         key = json.dumps([str(agent.base_dir), config], sort_keys=True, default=str)
         if key not in self._targets:
             target = cls(config, agent.base_dir)
-            problems = [f"{field}: {message}" for field, message in target.problems()]
-            if problems:
-                where = agent.path or agent.id
-                raise UsageError(f"agent {agent.id!r} ({where}): " + "; ".join(problems))
+            found = list(target.problems())
+            if found:
+                raise self._target_error(agent, found)
             self._targets[key] = target
         return self._targets[key]
+
+    def _target_error(self, agent: Agent, found: list[tuple[str, str]]) -> SpecrunError:
+        """Target config mistakes: located in the agent file when there is one."""
+        if agent.path is None:
+            return UsageError(f"target {agent.id!r}: " + "; ".join(f"{f}: {m}" for f, m in found))
+        display = display_path(agent.path)
+        _, record = load_mapping(agent.path, display)
+        problems = []
+        nested = isinstance(record.data.get("target"), dict)
+        for name, message in found:
+            line, col = record.position(["target", name] if nested else ["target"])
+            problems.append(Problem(display, line, col, f"agent {agent.id!r}: {message}", f"target.{name}"))
+        return SuiteError(problems)
 
     async def aclose(self) -> None:
         """Close every target built for the run (connection pools, processes)."""

@@ -247,7 +247,8 @@ def _tree(root: Path) -> None:
         "suites/fixtures/payload.json": '{"any": "data"}',
         "suites/node_modules/pkg/package.json": '{"name": "x"}',
         "suites/__pycache__/x.json": "{}",
-        "suites/agent.yaml": "target: python:agent:respond\n",
+        "suites/agent.yaml": "target: python:bot:respond\n",
+        "suites/bot.py": "def respond(messages, ctx):\n    return 'ok'\n",  # validate checks the agent too
         "suites/notes.txt": "not a suite extension",
     }
     for rel, text in not_suites.items():
@@ -337,6 +338,7 @@ def test_suite_format_examples_validate(tmp_path: Path) -> None:
         files.append(tmp_path / f"example{i}.jsonl")
         files[-1].write_text(text)
     assert len(files) >= 8
+    (tmp_path / "bot.py").write_text("def answer(messages, ctx):\n    return ''\n")  # the examples' target
     run = specrun("validate", *map(str, files), cwd=tmp_path)
     assert run.code == 0, run.stderr
     assert f"in {len(files)} suite files" in run.stdout

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import SpecrunError
+from ..errors import SpecrunError, SuiteError
 from ..redact import redact
 
 COMMANDS = {
@@ -73,6 +73,17 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("specrun: interrupted", err=True)
         code = 130
+    except SuiteError as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        # One problem per line, each starting with file:line:col, so editors can jump to it.
+        for problem in exc.problems:
+            click.echo(redact(str(problem)), err=True)
+        files, count = len({p.file for p in exc.problems}), len(exc.problems)
+        click.echo(f"specrun: {count} problem{'s' * (count != 1)} in {files} file{'s' * (files != 1)}", err=True)
+        code = exc.exit_code
     except SpecrunError as exc:
         if debug:
             import traceback
