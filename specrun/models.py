@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import EvaluationError
+from .limiter import Limiters
 from .model import Message, ToolCall, Usage, extract_json
 
 logger = logging.getLogger("specrun.models")
@@ -372,6 +373,7 @@ class ModelClient:
         self.calls = 0
         self.cache_hits = 0
         self.retried = 0
+        self.limiters = Limiters()  # per model: 429s halve the calls in flight to it
 
     @classmethod
     def from_config(
@@ -531,9 +533,16 @@ class ModelClient:
         while True:
             attempt += 1
             try:
-                call = litellm.acompletion(model=model, messages=chat, **kwargs)
-                # litellm honours `timeout`; the outer guard catches a stall it does not see.
-                return await asyncio.wait_for(call, timeout + 1), attempt
+                async with self.limiters.get(model).slot() as slot:
+                    try:
+                        call = litellm.acompletion(model=model, messages=chat, **kwargs)
+                        # litellm honours `timeout`; the outer guard catches a stall it does not see.
+                        response = await asyncio.wait_for(call, timeout + 1)
+                    except Exception as exc:
+                        slot.report(_status(exc))
+                        raise
+                    slot.report(200)
+                    return response, attempt
             except Exception as exc:
                 status = _status(exc)
                 if status == 400 and "response_format" in kwargs:

@@ -14,13 +14,18 @@ A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments}]), 
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
 ``hang`` (never reply), ``drop`` (close the connection), ``usage`` (token counts). Scripted
 behaviours are used in order; then ``responder(body)`` decides, else the reply echoes the last
-user message.
+user message. ``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
+included), so tests can see how much concurrency a client really used.
+
+Run as a script it serves until killed and prints its base URL; ``--faults 500=0.1,429=0.1,
+hang=0.02 --seed 1 --delay 0.05 --jitter 0.05`` injects faults at those rates (benchmarks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import random
 import threading
 import time
 from collections import deque
@@ -47,6 +52,8 @@ class LLMServer:
         self.responder = responder
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._script: deque[dict[str, Any]] = deque()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -77,6 +84,14 @@ class LLMServer:
             body = await request.json()
         except ValueError:
             return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
+        self.in_flight += 1  # the server's own loop thread: no lock needed
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(request, body)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         behaviour = self._next(body)
         delay = behaviour.get("delay", self.delay)
         if behaviour.get("hang"):
@@ -156,12 +171,39 @@ class LLMServer:
         self.stop()
 
 
+def fault_responder(
+    rates: dict[str, float], seed: int = 0, delay: float = 0.0, jitter: float = 0.0
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A responder answering ``rates`` of requests with a fault: ``{"500": 0.1, "429": 0.1,
+    "hang": 0.02, "drop": 0.01}``; the others echo after ``delay`` to ``delay + jitter`` s."""
+    rng = random.Random(seed)
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        roll, wait = rng.random(), delay + rng.random() * jitter
+        for fault, rate in rates.items():
+            if roll < rate:
+                if fault == "hang":
+                    return {"hang": True}
+                if fault == "drop":
+                    return {"drop": True, "delay": wait}
+                return {"status": int(fault), "delay": wait, "headers": {"retry-after": "0"}}
+            roll -= rate
+        return {"content": f"echo: {_last_user_text(body)}", "delay": wait}
+
+    return respond
+
+
 if __name__ == "__main__":  # serve forever, for manual runs and benchmarks
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--jitter", type=float, default=0.0, help="extra random delay, up to this")
+    parser.add_argument("--faults", default="", help="e.g. 500=0.1,429=0.1,hang=0.02,drop=0.01")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    server = LLMServer(delay=args.delay).start()
+    rates = {k: float(v) for k, _, v in (item.partition("=") for item in args.faults.split(",") if item)}
+    responder = fault_responder(rates, args.seed, args.delay, args.jitter) if rates or args.jitter else None
+    server = LLMServer(responder, delay=args.delay).start()
     print(server.base_url, flush=True)
     threading.Event().wait()

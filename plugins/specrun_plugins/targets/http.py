@@ -21,6 +21,7 @@ from jmespath.exceptions import JMESPathError
 
 from specrun.errors import TargetError
 from specrun.kinds import Target
+from specrun.limiter import LIMITERS, endpoint_key
 from specrun.model import Context, Message, Response, parse_duration
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
@@ -146,6 +147,7 @@ class HttpTarget(Target):
     def __init__(self, config: dict[str, Any], base_dir: Any):
         super().__init__(config, base_dir)
         self.url: str = config["url"]
+        self._endpoint = endpoint_key(self.url)
         self.format: str = config.get("format", "openai")
         self.retries: int = config.get("retries", 0)
         timeout = config.get("timeout")
@@ -251,12 +253,15 @@ class HttpTarget(Target):
         import aiohttp
 
         session, headers = self.client(), self.headers()
+        # Shared by every target calling this endpoint: 429s halve the calls in flight.
+        limiter = LIMITERS.get(self._endpoint, self.config.get("max_connections") or None)
         attempt = 0
         while True:
             try:
-                async with session.post(self.url, data=data, headers=headers) as reply:
+                async with limiter.slot() as slot, session.post(self.url, data=data, headers=headers) as reply:
                     payload = await reply.read()
                     status, reply_headers = reply.status, reply.headers
+                    slot.report(status)
             except TimeoutError:  # before ClientError: aiohttp's timeouts are both
                 raise TargetError(f"no reply from {self.url} within {self.timeout}s") from None
             except aiohttp.ClientError as exc:
