@@ -470,7 +470,9 @@ def to_messages(value: Any, base_dir: Path) -> list[Message]:
                     part["mime"] = part.get("mime") or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
                 parts.append(part)
             content = parts
-        messages.append(Message(item["role"], content))
+        messages.append(
+            Message(item["role"], content, item.get("name"), item.get("tool_calls"), item.get("tool_call_id"))
+        )
     return messages
 
 

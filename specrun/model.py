@@ -45,10 +45,17 @@ def format_duration(seconds: float) -> str:
 
 @dataclass
 class Message:
-    """One chat message; ``content`` is text or a list of content parts (text/image/audio/file)."""
+    """One chat message; ``content`` is text or a list of content parts (text/image/audio/file).
+
+    ``name``, ``tool_calls`` and ``tool_call_id`` carry a tool-using history as the chat
+    wire format has it (an assistant's calls, then ``tool`` messages answering them).
+    """
 
     role: str
     content: str | list[dict[str, Any]]
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
 
     @property
     def text(self) -> str:
@@ -66,9 +73,14 @@ class Message:
 
     def to_dict(self) -> dict[str, Any]:
         if isinstance(self.content, str):
-            return {"role": self.role, "content": self.content}
-        parts = [{k: v for k, v in p.items() if k not in ("path", "mime")} for p in self.content]
-        return {"role": self.role, "content": parts}
+            data: dict[str, Any] = {"role": self.role, "content": self.content}
+        else:
+            parts = [{k: v for k, v in p.items() if k not in ("path", "mime")} for p in self.content]
+            data = {"role": self.role, "content": parts}
+        for key in ("name", "tool_calls", "tool_call_id"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
 
 
 @dataclass

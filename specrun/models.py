@@ -14,14 +14,12 @@ that shapes the answer including the run index, so ``--runs 5`` asks five times.
 from __future__ import annotations
 
 import asyncio
-import base64
 import email.utils
 import hashlib
 import json
 import logging
 import os
 import random
-import re
 import tempfile
 import threading
 import time
@@ -33,6 +31,8 @@ from typing import Any, TypeVar
 from .errors import EvaluationError
 from .limiter import Limiters
 from .model import Message, ToolCall, Usage, extract_json
+from .redact import redact
+from .wire import openai_messages
 
 logger = logging.getLogger("specrun.models")
 
@@ -96,67 +96,6 @@ async def load_litellm() -> Any:
         if _litellm is not None:
             return _litellm
     return await asyncio.to_thread(_import_litellm)
-
-
-# -- secrets ----------------------------------------------------------------------------------
-
-_KEY_PATTERNS = [
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{8,}"),
-]
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with API keys, ``secrets`` and ``*_KEY``/``*_TOKEN``/``*_SECRET`` values masked."""
-    values = [v for k, v in os.environ.items() if k.upper().endswith(("_KEY", "_TOKEN", "_SECRET"))]
-    for value in sorted({v for v in [*values, *secrets] if v and len(v) >= 4}, key=len, reverse=True):
-        text = text.replace(value, "***")
-    for pattern in _KEY_PATTERNS:
-        text = pattern.sub("***", text)
-    return text
-
-
-# -- messages ---------------------------------------------------------------------------------
-
-
-def _data_url(path: str, mime: str) -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    return f"data:{mime};base64,{data}"
-
-
-def _part(part: Mapping[str, Any]) -> dict[str, Any]:
-    kind = part.get("type")
-    if kind == "text":
-        return {"type": "text", "text": part.get("text", "")}
-    path, mime = part.get("path"), part.get("mime") or "application/octet-stream"
-    source = str(part.get("source") or part.get("url") or "")
-    if kind == "image":
-        url = _data_url(path, mime) if path else source
-        return {"type": "image_url", "image_url": {"url": url}}
-    if kind == "audio" and path:
-        fmt = mime.split("/")[-1].replace("mpeg", "mp3").replace("x-wav", "wav")
-        data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
-        return {"type": "input_audio", "input_audio": {"data": data, "format": fmt}}
-    if path:
-        return {
-            "type": "file",
-            "file": {"filename": Path(path).name, "file_data": _data_url(path, mime)},
-        }
-    return {k: v for k, v in part.items() if k not in ("path", "mime")}
-
-
-def openai_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as OpenAI chat dicts; attached files become data URLs (images as ``image_url``)."""
-    out = []
-    for message in messages:
-        if isinstance(message, Message):
-            content: Any = message.content
-            if not isinstance(content, str):
-                content = [_part(p) for p in content]
-            out.append({"role": message.role, "content": content})
-        else:
-            out.append(dict(message))
-    return out
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -554,7 +493,7 @@ class ModelClient:
                     detail = _describe(exc, timeout)
                     tries = f" after {attempt} attempts" if attempt > 1 else ""
                     message = f"model call to {model} ({purpose}) failed{tries}: {detail}"
-                    raise ModelError(redact(message, secrets), status=status, attempts=attempt) from None
+                    raise ModelError(redact(message, secrets, keys=True), status=status, attempts=attempt) from None
                 wait = retry_after(exc) if status == 429 or (status or 0) >= 500 else None
                 if wait is None:
                     backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
@@ -565,7 +504,7 @@ class ModelClient:
                     "model %s (%s): %s; retry %d/%d in %.2fs",
                     model,
                     purpose,
-                    redact(_describe(exc, timeout), secrets),
+                    redact(_describe(exc, timeout), secrets, keys=True),
                     attempt,
                     self.retries,
                     wait,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable
 
 SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS|^AWS_SECRET_ACCESS_KEY|^AZURE_API_KEY)$", re.I)
 MIN_LENGTH = 8
@@ -25,9 +26,25 @@ def _pattern(items: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str] | None
     return re.compile("|".join(re.escape(s) for s in ordered)), secrets
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret environment value replaced by ``[REDACTED:NAME]``."""
-    pattern, names = _pattern(tuple(sorted(os.environ.items())))
-    if pattern is None or not text:
+KEY_PATTERNS = [  # things that look like API keys wherever they come from
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._\-]{8,}"),
+]
+
+
+def redact(text: str, secrets: Iterable[str] = (), keys: bool = False) -> str:
+    """``text`` with every secret environment value replaced by ``[REDACTED:NAME]``.
+
+    ``secrets`` are further values to mask (``[REDACTED]``); ``keys`` also masks anything
+    shaped like an API key (``sk-...``, a bearer token), for text from a provider's error.
+    """
+    if not text:
         return text
-    return pattern.sub(lambda m: f"[REDACTED:{names[m.group(0)]}]", text)
+    pattern, names = _pattern(tuple(sorted(os.environ.items())))
+    if pattern is not None:
+        text = pattern.sub(lambda m: f"[REDACTED:{names[m.group(0)]}]", text)
+    for value in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
+        text = text.replace(value, "[REDACTED]")
+    for key_pattern in KEY_PATTERNS if keys else ():
+        text = key_pattern.sub("[REDACTED]", text)
+    return text

@@ -20,9 +20,9 @@ from specrun.models import (
     ModelError,
     openai_messages,
     parse_judge_reply,
-    redact,
     retry_after,
 )
+from specrun.redact import redact
 
 MODEL = "openai/gpt-4o-mini"
 USER = [{"role": "user", "content": "Is the sky blue?"}]
@@ -183,7 +183,9 @@ async def test_client_errors_are_not_retried_and_never_show_the_key(server):
 def test_redact_masks_keys_and_secret_environment_values(monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-123456789")
     text = "key sk-abcdefgh12345 token tok-123456789 extra hunter22 Bearer abc.def-ghijkl"
-    assert redact(text, ["hunter22"]) == "key *** token *** extra *** Bearer ***"
+    assert redact(text, ["hunter22"], keys=True) == (
+        "key [REDACTED] token [REDACTED:MY_SERVICE_TOKEN] extra [REDACTED] Bearer [REDACTED]"
+    )
 
 
 def test_retry_after_reads_seconds_milliseconds_and_dates():

@@ -5,80 +5,14 @@ Shared by the targets that speak the format (``http`` here; a model target may r
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
-from pathlib import Path
 from typing import Any
 
 from specrun.errors import TargetError
-from specrun.model import Message, Response, ToolCall, Usage
+from specrun.model import Response, ToolCall, Usage
+from specrun.wire import excerpt, openai_messages
 
-_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
-
-
-@functools.lru_cache(maxsize=64)
-def _file_base64(path: str) -> str:
-    # Cached: every run of every case resends the same attachment.
-    try:
-        return base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    except OSError as exc:
-        raise TargetError(f"cannot read attachment {path}: {exc.strerror or exc}") from None
-
-
-def _data_url(part: dict[str, Any]) -> str:
-    """The part's content as a URL: a data URL for a local file or inline data, else its URL."""
-    mime = part.get("mime") or "application/octet-stream"
-    if part.get("path"):
-        return f"data:{mime};base64,{_file_base64(part['path'])}"
-    if part.get("data"):
-        return f"data:{mime};base64,{part['data']}"
-    url = part.get("url") or part.get("source")
-    if not url:
-        raise TargetError(f"a {part.get('type')} part has no source, url or data")
-    return str(url)
-
-
-def _part(part: dict[str, Any]) -> dict[str, Any]:
-    kind = part.get("type")
-    if kind == "text":
-        return {"type": "text", "text": part.get("text", "")}
-    url = _data_url(part)
-    if kind == "image":
-        return {"type": "image_url", "image_url": {"url": url}}
-    if kind == "audio":
-        if not url.startswith("data:"):
-            raise TargetError(f"an audio part must be a local file or inline data, not {excerpt(url)}")
-        mime, _, data = url[5:].partition(";base64,")
-        return {
-            "type": "input_audio",
-            "input_audio": {"data": data, "format": _AUDIO_FORMATS.get(mime, "wav")},
-        }
-    name = part.get("name") or (Path(part["path"]).name if part.get("path") else None)
-    file: dict[str, Any] = {"file_data": url}
-    if name:
-        file["filename"] = name
-    return {"type": "file", "file": file}
-
-
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Messages in the chat-completions shape; attachments become data URLs."""
-    out = []
-    for message in messages:
-        content = message.content
-        if isinstance(content, str):
-            out.append({"role": message.role, "content": content})
-        else:
-            out.append({"role": message.role, "content": [_part(p) for p in content]})
-    return out
-
-
-def excerpt(text: str | bytes, limit: int = 200) -> str:
-    """A short one-line excerpt for error messages."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "..."
+__all__ = ["excerpt", "openai_messages", "parse_openai_reply", "parse_tool_call"]
 
 
 def parse_tool_call(name: Any, arguments: Any, call_id: Any = None) -> ToolCall:

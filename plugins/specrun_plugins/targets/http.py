@@ -27,7 +27,7 @@ from specrun.model import Context, Message, Response, parse_duration
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp
 
-from ._wire import excerpt, parse_openai_reply, parse_tool_call, to_openai_messages
+from ._wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
@@ -39,7 +39,7 @@ def _variable(name: str, messages: list[Message], context: Context) -> Any:
     if name == "input":
         return next((m.text for m in reversed(messages) if m.role == "user"), "")
     if name == "messages":
-        return to_openai_messages(messages)
+        return openai_messages(messages)
     if name == "run":
         return context.run
     return getattr(context, name)
@@ -229,7 +229,7 @@ class HttpTarget(Target):
             values = {name: _variable(name, messages, context) for name in self._needs}
             # An unknown placeholder (reported by problems()) stays as written.
             return self._fill(lambda name: values.get(name, f"{{{{{name}}}}}"))
-        body: dict[str, Any] = {**self._extra, "messages": to_openai_messages(messages)}
+        body: dict[str, Any] = {**self._extra, "messages": openai_messages(messages)}
         if "model" in self.config:
             body["model"] = self.config["model"]
         return body

@@ -1,0 +1,89 @@
+"""The OpenAI chat-completions message shape: how specrun messages reach models and HTTP agents.
+
+Attachments (``file://`` parts, resolved by the loader to ``path`` and ``mime``) become data
+URLs: images as ``image_url``, audio as ``input_audio``, other files as ``file`` parts.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import TargetError
+from .model import Message
+
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+@functools.lru_cache(maxsize=64)
+def _file_base64(path: str) -> str:
+    # Cached: every run of every case resends the same attachment.
+    try:
+        return base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    except OSError as exc:
+        raise TargetError(f"cannot read attachment {path}: {exc.strerror or exc}") from None
+
+
+def _data_url(part: dict[str, Any]) -> str:
+    """The part's content as a URL: a data URL for a local file or inline data, else its URL."""
+    mime = part.get("mime") or "application/octet-stream"
+    if part.get("path"):
+        return f"data:{mime};base64,{_file_base64(part['path'])}"
+    if part.get("data"):
+        return f"data:{mime};base64,{part['data']}"
+    url = part.get("url") or part.get("source")
+    if not url:
+        raise TargetError(f"a {part.get('type')} part has no source, url or data")
+    return str(url)
+
+
+def _part(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": part.get("text", "")}
+    url = _data_url(part)
+    if kind == "image":
+        return {"type": "image_url", "image_url": {"url": url}}
+    if kind == "audio":
+        if not url.startswith("data:"):
+            raise TargetError(f"an audio part must be a local file or inline data, not {excerpt(url)}")
+        mime, _, data = url[5:].partition(";base64,")
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": data, "format": _AUDIO_FORMATS.get(mime, "wav")},
+        }
+    name = part.get("name") or (Path(part["path"]).name if part.get("path") else None)
+    file: dict[str, Any] = {"file_data": url}
+    if name:
+        file["filename"] = name
+    return {"type": "file", "file": file}
+
+
+def openai_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as chat-completions dicts (plain mappings pass through as they are)."""
+    out = []
+    for message in messages:
+        if not isinstance(message, Message):
+            out.append(dict(message))
+            continue
+        content = message.content
+        data: dict[str, Any] = {
+            "role": message.role,
+            "content": content if isinstance(content, str) else [_part(p) for p in content],
+        }
+        for key in ("name", "tool_calls", "tool_call_id"):
+            if getattr(message, key) is not None:
+                data[key] = getattr(message, key)
+        out.append(data)
+    return out
+
+
+def excerpt(text: str | bytes, limit: int = 200) -> str:
+    """A short one-line excerpt for error messages."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
