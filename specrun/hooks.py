@@ -16,13 +16,20 @@ from .blocking import run_blocking
 from .imports import load_callable
 
 
+class HookExit(Exception):
+    """A hook raised ``SystemExit`` or ``KeyboardInterrupt``: that hook failed, the run goes on."""
+
+
 async def call_hook(ref: str, search: Iterable[Path], *args: Any) -> Any:
     """Call the hook ``ref`` with ``args``; a sync hook runs in a daemon thread."""
     func = load_callable(ref, search)
-    if inspect.iscoroutinefunction(func):
-        result = await func(*args)
-    else:
-        result = await run_blocking(func, *args)
+    try:
+        if inspect.iscoroutinefunction(func):
+            result = await func(*args)
+        else:
+            result = await run_blocking(func, *args)
+    except (SystemExit, KeyboardInterrupt) as exc:  # the user's Ctrl-C reaches the runner as a signal
+        raise HookExit(f"{type(exc).__name__}({exc})") from None
     if isinstance(result, dict) and set(result) == {"data"}:
         return result["data"]
     return result

@@ -132,6 +132,6 @@ class Script(AssertionType):
                 result = await run_blocking(func, *args)
                 if inspect.isawaitable(result):
                     result = await result
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # a script's sys.exit() ends only the script
             raise EvaluationError(f"script {ref} raised {type(exc).__name__}: {exc}") from exc
         return _verdict(result, ref, expected, output)

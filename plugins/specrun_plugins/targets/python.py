@@ -69,8 +69,10 @@ class PythonTarget(Target):
                 value = await run_blocking(func, *args)
                 if inspect.isawaitable(value):  # a sync wrapper around a coroutine
                     value = await value
-        except (Exception, SystemExit) as exc:
-            raise TargetError(f"agent error: {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            # Never the user's Ctrl-C: the runner handles signals, and this may be a worker thread.
+            detail = f": {exc}" if str(exc) else ""
+            raise TargetError(f"agent error: {type(exc).__name__}{detail}") from exc
         elapsed = (time.perf_counter() - start) * 1000
         try:
             response = as_response(value)

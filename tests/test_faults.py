@@ -1,0 +1,263 @@
+"""Faults of the agent under test, through the CLI: each makes only its case an error, the run goes on.
+
+An ``http`` target points at tests/support/llm_server.py, whose responder misbehaves on cue (the
+case input names the fault); python agents crash in every way a function can. Every run must end
+on its own, quickly, without asyncio or aiohttp complaining about what was left open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.llm_server import LLMServer
+
+SPECRUN = str(Path(sys.executable).with_name("specrun"))
+LEFTOVERS = ("Unclosed client session", "Unclosed connector", "Task was destroyed", "Traceback", "never awaited")
+
+AGENTS = """
+import asyncio, os, sys
+
+def crash(messages, ctx):
+    raise RuntimeError("agent blew up on " + messages[-1].text)
+
+async def async_crash(messages, ctx):
+    await asyncio.sleep(0)
+    raise ValueError("async agent blew up")
+
+def exits(messages, ctx):
+    sys.exit(3)
+
+async def async_exits(messages, ctx):
+    raise SystemExit("bye")
+
+def interrupts(messages, ctx):
+    raise KeyboardInterrupt
+
+def unserialisable(messages, ctx):
+    return object()
+
+def echo(messages, ctx):
+    return messages[-1].text
+
+def ExitingBefore(ctx, case):
+    sys.exit(1)
+
+async def InterruptingAfter(ctx, case, result, data):
+    raise KeyboardInterrupt
+
+def exiting_script(output, messages, expected):
+    sys.exit("script gave up")
+"""
+
+
+def faulty(body: dict[str, Any]) -> dict[str, Any]:
+    """The behaviour named by the last user message."""
+    text = body["messages"][-1]["content"]
+    return {
+        "hang": {"hang": True},
+        "garbage": {"body": "<html>not json</html>"},
+        "drop": {"drop": True},
+        "server-error": {"status": 500},
+        "rate-limited": {"status": 429, "headers": {"retry-after": "0"}},
+        "empty": {"body": ""},
+        "no-choices": {"body": '{"id": "x"}'},
+    }.get(text, {"content": f"echo: {text}"})
+
+
+def project(tmp_path: Path, url: str, cases: list[dict], agent_extra: str = "") -> None:
+    (tmp_path / "specrun.yaml").write_text("timeout: 20s\n")
+    (tmp_path / "agent.yaml").write_text(f"target:\n  type: http\n  url: {url}/chat/completions\n{agent_extra}")
+    (tmp_path / "agents_mod.py").write_text(AGENTS)
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+
+
+def run(tmp_path: Path, *args: str, limit: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """specrun in a subprocess; it must end by itself within ``limit`` seconds."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [SPECRUN, "suite.jsonl", "-o", "out.jsonl", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=limit,
+        env={**os.environ, "PYTHONWARNINGS": "default", "PYTHONASYNCIODEBUG": ""},
+    )
+    for leftover in LEFTOVERS:
+        assert leftover not in proc.stderr, proc.stderr
+    return proc, time.monotonic() - started
+
+
+def results(tmp_path: Path) -> dict[str, dict]:
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert lines[0]["type"] == "start" and lines[-1]["type"] == "summary"
+    return {r["id"]: r for r in lines if r["type"] == "result"}
+
+
+@pytest.fixture
+def server():
+    with LLMServer(faulty) as s:
+        yield s
+
+
+def test_every_http_fault_errors_only_its_case(tmp_path, server):
+    faults = ["hang", "garbage", "drop", "server-error", "rate-limited", "empty", "no-choices"]
+    cases = [{"id": f, "input": f, "timeout": "1s"} for f in faults]
+    cases += [
+        {"id": f"fine{i}", "input": f"hello {i}", "assertions": [{"type": "contains", "value": f"hello {i}"}]}
+        for i in range(6)
+    ]
+    cases.append({"id": "crash", "input": "x", "target": "python:agents_mod:crash"})
+    project(tmp_path, server.base_url, cases)
+    proc, took = run(tmp_path, "--parallel", "4")
+    assert proc.returncode == 1, proc.stderr
+    assert took < 20  # the hung request is abandoned at its case timeout
+    got = results(tmp_path)
+    assert len(got) == len(cases)
+    assert all(got[f"fine{i}"]["status"] == "passed" for i in range(6))
+    errors = {k: v["error"] for k, v in got.items() if v["status"] == "error"}
+    assert set(errors) == {*faults, "crash"}
+    assert errors["hang"] == "timeout after 1.0s"
+    assert errors["garbage"].startswith("invalid JSON from agent: <html>not json</html>")
+    assert errors["drop"].startswith(f"connection to {server.base_url}/chat/completions failed: ")
+    assert errors["server-error"].startswith(f"HTTP 500 from {server.base_url}/chat/completions: ")
+    assert "scripted 500" in errors["server-error"]
+    assert errors["rate-limited"].startswith("HTTP 429 from ")
+    assert errors["empty"].startswith("invalid JSON from agent")
+    assert errors["no-choices"].startswith("reply has no choices[0].message")
+    assert errors["crash"] == "agent error: RuntimeError: agent blew up on x"
+    # The console says the same, one line per failure, and the summary counts them.
+    assert "timeout after 1.0s" in proc.stdout and "HTTP 429" in proc.stdout
+    summary = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-1])
+    assert (summary["passed"], summary["errors"], summary["not_run"]) == (6, 8, 0)
+
+
+def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def once_limited(body: dict[str, Any]) -> dict[str, Any]:
+        text = body["messages"][-1]["content"]
+        with lock:
+            seen[text] += 1
+            first = seen[text] == 1
+        if text.startswith("flaky") and first:
+            return {"status": 429, "headers": {"retry-after": "0"}}
+        if text == "broken":
+            return {"status": 503, "headers": {"retry-after": "0"}}
+        return {"content": f"echo: {text}"}
+
+    with LLMServer(once_limited) as server:
+        cases = [{"id": f"flaky{i}", "input": f"flaky{i}"} for i in range(4)] + [{"id": "broken", "input": "broken"}]
+        project(tmp_path, server.base_url, cases)
+        proc, _ = run(tmp_path, "--parallel", "5")
+        got = results(tmp_path)
+        assert proc.returncode == 1 and {r["status"] for r in got.values()} == {"error"}  # no retries by default
+        seen.clear()
+        project(tmp_path, server.base_url, cases, "  retries: 2\n")
+        proc, _ = run(tmp_path, "--parallel", "5")
+        got = results(tmp_path)
+    assert [got[f"flaky{i}"]["status"] for i in range(4)] == ["passed"] * 4
+    assert seen["flaky0"] == 2  # one 429, one answer
+    assert got["broken"]["status"] == "error" and got["broken"]["error"].startswith("HTTP 503 from ")
+    assert seen["broken"] == 3  # the first try and two retries
+    assert proc.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("function", "message"),
+    [
+        ("crash", "agent error: RuntimeError: agent blew up on x"),
+        ("async_crash", "agent error: ValueError: async agent blew up"),
+        ("exits", "agent error: SystemExit: 3"),
+        ("async_exits", "agent error: SystemExit: bye"),
+        ("interrupts", "agent error: KeyboardInterrupt"),
+        ("unserialisable", "agent returned object; expected str, dict, list or specrun.Response"),
+    ],
+)
+def test_a_crashing_python_agent_errors_its_case_and_the_run_goes_on(tmp_path, function, message):
+    cases = [
+        {"id": "before", "input": "a", "target": "python:agents_mod:crash"},
+        {"id": "bad", "input": "x", "target": f"python:agents_mod:{function}"},
+        {"id": "after", "input": "fine", "assertions": [{"type": "contains", "value": "fine"}]},
+    ]
+    with LLMServer() as server:
+        project(tmp_path, server.base_url, cases)
+        proc, _ = run(tmp_path, "--parallel", "2")
+    got = results(tmp_path)
+    assert got["bad"]["status"] == "error"
+    assert got["bad"]["error"].startswith(message), got["bad"]["error"]
+    assert got["after"]["status"] == "passed"
+    assert proc.returncode == 1
+
+
+def test_user_code_calling_sys_exit_fails_its_case_not_the_run(tmp_path):
+    """sys.exit() or KeyboardInterrupt in a hook or a script assertion is that case's error."""
+    echo = "python:agents_mod:echo"
+    cases = [
+        {"id": "before", "input": "x", "target": echo, "before": "agents_mod.ExitingBefore"},
+        {"id": "after", "input": "x", "target": echo, "after": "agents_mod.InterruptingAfter"},
+        {
+            "id": "script",
+            "input": "x",
+            "target": echo,
+            "assertions": [{"type": "script", "script": "agents_mod.exiting_script"}],
+        },
+        {"id": "fine", "input": "x", "target": echo},
+    ]
+    with LLMServer() as server:
+        project(tmp_path, server.base_url, cases)
+        proc, _ = run(tmp_path, "--parallel", "2")
+    got = results(tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert got["before"]["error"] == "before hook agents_mod.ExitingBefore failed: HookExit: SystemExit(1)"
+    assert got["after"]["error"] == "after hook agents_mod.InterruptingAfter failed: HookExit: KeyboardInterrupt()"
+    assert got["script"]["status"] == "error"
+    assert got["script"]["assertions"][0]["message"].endswith("raised SystemExit: script gave up")
+    assert got["fine"]["status"] == "passed"
+
+
+def test_concurrency_halves_when_the_endpoint_answers_bursts_with_429(tmp_path):
+    """The server takes 8 requests at once and answers 429 beyond; specrun runs 32 at once."""
+    observed: list[int] = []
+    server: LLMServer
+
+    def bouncer(body: dict[str, Any]) -> dict[str, Any]:
+        observed.append(server.in_flight)
+        if server.in_flight > 8:
+            return {"status": 429, "headers": {"retry-after": "0"}, "delay": 0.005}
+        return {"content": "ok", "delay": 0.03}
+
+    server = LLMServer(bouncer)
+    with server:
+        cases = [{"id": f"c{i}", "input": f"q{i}"} for i in range(240)]
+        project(tmp_path, server.base_url, cases, "  retries: 30\n")
+        proc, _ = run(tmp_path, "--parallel", "32")
+    got = results(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert len(got) == 240
+    assert server.max_in_flight >= 24  # the first burst: nothing was known yet
+    later = sorted(observed[len(observed) // 2 :])
+    # After the first 429s the limit halves, then grows by one per success and halves again on
+    # the next 429: the concurrency the server sees saws around the 8 it takes, far from 32.
+    assert later[len(later) // 2] <= 10, later
+    assert later[-1] <= 20, later
+
+
+def test_unreachable_endpoint_is_an_error_per_case_not_a_crash(tmp_path):
+    cases = [{"id": f"c{i}", "input": "x"} for i in range(3)]
+    project(tmp_path, "http://127.0.0.1:9", cases)  # the discard port: nothing listens
+    proc, took = run(tmp_path, "--parallel", "3")
+    got = results(tmp_path)
+    assert proc.returncode == 1 and took < 20
+    assert all(
+        r["error"].startswith("connection to http://127.0.0.1:9/chat/completions failed: ") for r in got.values()
+    )
