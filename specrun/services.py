@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import EvaluationError
-from .model import Context, Message, Response
+from .model import Context, Message, Response, Usage
+
+T = TypeVar("T")
 
 AgentCaller = Callable[[str, list[Message], Context], Awaitable[Response]]
 
@@ -25,3 +27,38 @@ class Services:
         if self.agent_caller is None:
             raise EvaluationError(f"cannot call agent {agent_id!r}: no project agents are available here")
         return await self.agent_caller(agent_id.removeprefix("agents:"), messages, context)
+
+    async def ask_agent(
+        self,
+        agent_id: str,
+        messages: list[Message],
+        context: Context,
+        parse: Callable[[Any], T],
+        reminder: str,
+        role: str = "agent",
+    ) -> tuple[T, Usage]:
+        """Ask a project agent for a structured reply: ``parse`` (raising ``ValueError``) reads it.
+
+        An unusable reply is answered with ``reminder`` once; a second one, or an agent that
+        fails, is an ``EvaluationError`` (carrying the ``usage`` spent) naming the ``role``.
+        """
+        usage, problem, text = Usage(), "", ""
+        for _ in range(2):
+            try:
+                response = await self.call_agent(agent_id, messages, context)
+            except EvaluationError:
+                raise
+            except Exception as exc:
+                raise EvaluationError(f"{role} {agent_id!r} failed: {type(exc).__name__}: {exc}") from exc
+            usage.add(response.usage)
+            text = response.text
+            try:
+                return parse(response.content if isinstance(response.content, dict) else text), usage
+            except ValueError as exc:
+                problem = str(exc)
+                nudge = f"Your reply could not be used: {problem}. {reminder}"
+                messages = [*messages, Message("assistant", text), Message("user", nudge)]
+        excerpt = " ".join(text.split())[:200]
+        error = EvaluationError(f"{role} {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}")
+        error.usage = usage
+        raise error

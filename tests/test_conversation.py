@@ -258,7 +258,7 @@ async def test_a_crashing_simulator_is_an_error(registry, tmp_path):
     case = make_case(registry, tmp_path, simulator={"use": "sim"}, checkpoints=[cp("a", "x")])
     result = await converse(registry, case, Agent("hi"), services=Services(agent_caller=caller))
     assert result.status == "error"
-    assert result.error == "simulator error: RuntimeError: simulator offline"
+    assert result.error == "simulator error: simulator agent 'sim' failed: RuntimeError: simulator offline"
     assert result.turns == []
 
 

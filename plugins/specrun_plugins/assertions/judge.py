@@ -226,30 +226,8 @@ class AgentJudge(AssertionType):
         context = dataclasses.replace(check.context, options={**options, "metadata": metadata})
         prompt = f"{judge_prompt(check, criteria)}\n\n{_REMINDER}"
         messages = [Message("user", prompt)]
-        usage = Usage()
-        problem, text = "", ""
-        for attempt in (1, 2):
-            try:
-                response = await services.call_agent(agent_id, messages, context)
-            except EvaluationError:
-                raise
-            except Exception as exc:
-                raise EvaluationError(f"validator agent {agent_id!r} failed: {type(exc).__name__}: {exc}") from exc
-            usage.add(response.usage)
-            text = response.text
-            try:
-                reply = parse_judge_reply(response.content if isinstance(response.content, dict) else text)
-            except ValueError as exc:
-                problem = str(exc)
-                if attempt == 1:
-                    reminder = f"Your reply could not be used: {problem}. {_REMINDER}"
-                    messages = [*messages, Message("assistant", text), Message("user", reminder)]
-                continue
-            reply.usage = usage
-            return reply
-        excerpt = " ".join(text.split())[:200]
-        error = EvaluationError(
-            f"validator agent {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}"
+        reply, usage = await services.ask_agent(
+            agent_id, messages, context, parse_judge_reply, _REMINDER, role="validator agent"
         )
-        error.usage = usage  # type: ignore[attr-defined]  # what the unusable replies cost
-        raise error
+        reply.usage = usage
+        return reply

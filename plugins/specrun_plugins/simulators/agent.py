@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from specrun.errors import EvaluationError
 from specrun.kinds import Simulator, SimulatorState, SimulatorTurn
-from specrun.model import Message, Usage
+from specrun.model import Message
 
 from ._reply import REMINDER, REPLY_FORMAT, parse_reply, state_dict
 
@@ -53,23 +53,8 @@ class AgentSimulator(Simulator):
         metadata.update(shown)
         context = dataclasses.replace(state.context, metadata=metadata, options={**options, "metadata": metadata})
         messages = [Message("user", json.dumps(shown, ensure_ascii=False, indent=1))]
-        usage = Usage()
-        problem, text = "", ""
-        for attempt in (1, 2):
-            response = await state.services.call_agent(agent_id, messages, context)
-            usage.add(response.usage)
-            text = response.text
-            try:
-                turn = parse_reply(response.content if isinstance(response.content, dict) else text)
-            except ValueError as exc:
-                problem = str(exc)
-                if attempt == 1:
-                    reminder = f"Your reply could not be used: {problem}. {REMINDER}"
-                    messages = [*messages, Message("assistant", text), Message("user", reminder)]
-                continue
-            turn.usage = usage if usage.total_tokens or usage.cost else None
-            return turn
-        excerpt = " ".join(text.split())[:200]
-        raise EvaluationError(
-            f"simulator agent {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}"
+        turn, usage = await state.services.ask_agent(
+            agent_id, messages, context, parse_reply, REMINDER, role="simulator agent"
         )
+        turn.usage = usage if usage.total_tokens or usage.cost else None
+        return turn
