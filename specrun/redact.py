@@ -17,9 +17,19 @@ SECRET_NAME = re.compile(r"(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS|^AWS_SECR
 MIN_LENGTH = 8
 
 
-@functools.cache
+def _environment() -> tuple[tuple[str, str], ...]:
+    """The environment as a hashable snapshot, cheaply: ``os.environ``'s own item access
+    decodes every key and value, which cost ~0.4 ms per call (redact runs per result)."""
+    data = getattr(os.environ, "_data", None)  # CPython's encoded mapping, read in C
+    if isinstance(data, dict):
+        return tuple(data.items())  # type: ignore[return-value]  # bytes pairs; decoded in _pattern
+    return tuple(os.environ.items())
+
+
+@functools.lru_cache(maxsize=8)
 def _pattern(items: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
-    secrets = {value: name for name, value in items if SECRET_NAME.search(name) and len(value) >= MIN_LENGTH}
+    decoded = [(os.fsdecode(n), os.fsdecode(v)) if isinstance(n, bytes) else (n, v) for n, v in items]
+    secrets = {value: name for name, value in decoded if SECRET_NAME.search(name) and len(value) >= MIN_LENGTH}
     if not secrets:
         return None, {}
     ordered = sorted(secrets, key=len, reverse=True)  # longest first: a secret containing another
@@ -40,7 +50,7 @@ def redact(text: str, secrets: Iterable[str] = (), keys: bool = False) -> str:
     """
     if not text:
         return text
-    pattern, names = _pattern(tuple(sorted(os.environ.items())))
+    pattern, names = _pattern(_environment())
     if pattern is not None:
         text = pattern.sub(lambda m: f"[REDACTED:{names[m.group(0)]}]", text)
     for value in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
