@@ -42,9 +42,13 @@ class ConsoleReport:
         self.done = 0
         self.total = 0
         self._live: Any = None
+        self._plain = not self.console.is_terminal and self.console.color_system is None
         self.output_paths: list[str] = []
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
+        if self._plain:  # a log or a pipe: the same text without rich's layout pass (~0.5 ms a line)
+            self.console.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+            return
         self.console.print(Text.assemble(*parts), markup=False, highlight=False)
 
     def start(self, info: RunInfo) -> None:
