@@ -89,6 +89,8 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         timeout = parse_duration(flags["timeout"] or config.get("timeout") or DEFAULT_TIMEOUT)
     except ValueError as exc:
         raise UsageError(f"--timeout: {exc}") from None
+    if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
+        raise UsageError(f"--timeout: a timeout must be more than 0, not {flags['timeout']!r}")
     options = RunOptions(
         parallel=flags["parallel"] or config.get("parallel") or 1,
         timeout=timeout,
@@ -152,7 +154,16 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         project_root=project.root,
     )
-    summary = await runner.run(plan.jobs(options.runs), info)  # a failed report keeps the stream
+    jobs = plan.jobs(options.runs)
+    for flag, ref in (("--before", options.before_all), ("--after", options.after_all)):
+        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
+            from ..imports import load_callable
+
+            try:
+                load_callable(ref, runner._hook_dirs(jobs))
+            except UsageError as exc:
+                raise UsageError(f"{flag}: {exc}") from None
+    summary = await runner.run(jobs, info)  # a failed report keeps the stream
     if direct and not flags["outputs"]:
         _print_direct(stream_path)
     if temporary:
