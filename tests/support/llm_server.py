@@ -144,7 +144,9 @@ class LLMServer:
             app.router.add_get(f"{prefix}/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        # A backlog above aiohttp's 128: hundreds of clients connect at once in benchmarks, and a
+        # refused SYN is retried only after a second.
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, backlog=4096)
         loop.run_until_complete(site.start())
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._ready.set()

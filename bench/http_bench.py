@@ -1,0 +1,69 @@
+"""specrun against an OpenAI-format HTTP agent on loopback that answers after 100 ms.
+
+1,000 cases x 3 assertions at --parallel 50 and 200. Goal: wall at most 1.3x the ideal
+(ceil(N/P) x 0.1 s) plus start-up, and at most 2 CPU-ms per case. promptfoo measured on the
+same work: 9x and 30x the ideal, 16 CPU-ms per case.
+
+    python bench/http_bench.py [--cases 1000] [--parallel 50 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import tempfile
+from pathlib import Path
+
+from _common import Server, http_agent, run_specrun, write_suite
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--parallel", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with Server("--delay", "0.1") as server, tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        http_agent(folder, server.base_url)
+        cases = [
+            {
+                "id": f"case-{i:05d}",
+                "input": f"question number {i}",
+                "assertions": [
+                    {"type": "contains", "value": f"number {i}"},
+                    {"type": "regex", "value": "^echo: "},
+                    {"type": "not_contains", "value": "error"},
+                ],
+            }
+            for i in range(args.cases)
+        ]
+        write_suite(folder / "suite.jsonl", cases)
+        write_suite(folder / "one.jsonl", cases[:1])
+        startup = statistics.median(
+            run_specrun(["one.jsonl", "-o", "one-out.jsonl"], folder)["wall"] - 0.1 for _ in range(args.repeat)
+        )
+        print(f"start-up (1 case, minus its 0.1 s reply): {startup:.2f} s")
+        for parallel in args.parallel:
+            server_cpu = server.cpu()
+            runs = [
+                run_specrun(["suite.jsonl", "-o", "out.jsonl", "--parallel", str(parallel)], folder)
+                for _ in range(args.repeat)
+            ]
+            server_ms = (server.cpu() - server_cpu) * 1000 / (args.cases * args.repeat)
+            assert all(r["code"] == 0 for r in runs), runs[0]["stderr"][-2000:]
+            wall = statistics.median(r["wall"] for r in runs)
+            cpu_ms = statistics.median(r["cpu"] for r in runs) * 1000 / args.cases
+            ideal = math.ceil(args.cases / parallel) * 0.1
+            ratio = (wall - startup) / ideal
+            verdict = "ok" if wall <= 1.3 * ideal + startup and cpu_ms <= 2.0 else "MISSED"
+            print(
+                f"--parallel {parallel}: wall {wall:.2f} s, ideal {ideal:.2f} s, "
+                f"(wall - start-up) / ideal = {ratio:.2f}x, {cpu_ms:.2f} CPU-ms/case, "
+                f"peak RSS {max(r['rss_mb'] for r in runs):.0f} MB, server {server_ms:.2f} CPU-ms/request  [{verdict}]"
+            )
+
+
+if __name__ == "__main__":
+    main()
