@@ -32,8 +32,18 @@ from typing import Any
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
-TOPICS = ["refund", "invoice", "password reset", "shipping delay", "upgrade plan", "cancel order",
-          "expense report", "travel booking", "API quota", "data export"]
+TOPICS = [
+    "refund",
+    "invoice",
+    "password reset",
+    "shipping delay",
+    "upgrade plan",
+    "cancel order",
+    "expense report",
+    "travel booking",
+    "API quota",
+    "data export",
+]
 
 
 def _assertions(rng: random.Random, i: int, topic: str, installed: set[str]) -> list[dict[str, Any]]:
@@ -69,10 +79,13 @@ def make_case(rng: random.Random, i: int, installed: set[str]) -> dict[str, Any]
             {"role": "user", "content": question},
         ]
     else:
-        case["input"] = {"role": "user", "content": [
-            {"type": "text", "text": question},
-            {"type": "image", "source": f"https://example.com/screens/{i}.png", "mime": "image/png"},
-        ]}
+        case["input"] = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": question},
+                {"type": "image", "source": f"https://example.com/screens/{i}.png", "mime": "image/png"},
+            ],
+        }
     key = "assertions" if rng.random() < 0.8 else "assert"
     case[key] = _assertions(rng, i, topic, installed)
     if rng.random() < 0.5:
@@ -114,9 +127,11 @@ def timed(args: list[str], cwd: Path) -> tuple[float, float, subprocess.Complete
 def summary(label: str, walls: list[float], cpus: list[float], goal: float) -> None:
     median = statistics.median(walls)
     verdict = "ok" if median <= goal else "SLOWER than the goal"
-    print(f"{label}: median {median * 1000:.0f} ms wall (min {min(walls) * 1000:.0f}, max "
-          f"{max(walls) * 1000:.0f}; median CPU {statistics.median(cpus) * 1000:.0f} ms) "
-          f"over {len(walls)} runs; goal {goal * 1000:.0f} ms: {verdict}")
+    print(
+        f"{label}: median {median * 1000:.0f} ms wall (min {min(walls) * 1000:.0f}, max "
+        f"{max(walls) * 1000:.0f}; median CPU {statistics.median(cpus) * 1000:.0f} ms) "
+        f"over {len(walls)} runs; goal {goal * 1000:.0f} ms: {verdict}"
+    )
 
 
 def profile(path: Path) -> None:
@@ -156,8 +171,7 @@ def compare(path: Path, limit: int = 1000) -> None:
         bad = sum(1 for case in cases for _ in validator.iter_errors(case))
         per_case = (time.perf_counter() - started) / len(cases)
         assert bad == 0
-        print(f"  {label}: {per_case * 1e6:.1f} µs per case "
-              f"({per_case * 10_000:.2f} s for 10,000 cases)")
+        print(f"  {label}: {per_case * 1e6:.1f} µs per case ({per_case * 10_000:.2f} s for 10,000 cases)")
 
 
 def main() -> None:
@@ -168,8 +182,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also profile one in-process validation")
     parser.add_argument("--compare", action="store_true", help="also time jsonschema-rs against jsonschema")
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
-          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         suite = folder / "large.jsonl"
