@@ -97,7 +97,7 @@ def _from_result(r: dict[str, Any]) -> Outcome:
     rate = r.get("pass_rate")
     if rate is None and status != "skipped":
         rate = 100.0 if status == "passed" else 0.0
-    usage = r.get("usage") if isinstance(r.get("usage"), dict) else {}
+    usage: dict[str, Any] = r["usage"] if isinstance(r.get("usage"), dict) else {}
     return Outcome(
         id=str(r.get("id")),
         file=str(r.get("file") or ""),
@@ -142,7 +142,7 @@ def load_side(path: Path) -> Side:
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise UsageError(f"{path}: not a specrun report: expected a JSON object with 'results'")
     outcomes = [_from_result(r) for r in data["results"] if isinstance(r, dict)]
-    summary = data.get("summary") if isinstance(data.get("summary"), dict) else {}
+    summary = data["summary"] if isinstance(data.get("summary"), dict) else {}
     return Side(path, {(o.file, o.id): o for o in outcomes}, summary)
 
 

@@ -89,10 +89,12 @@ def _walk(node: Any, path: list[Any], at_key: bool) -> tuple[int, int] | None:
     for i, step in enumerate(path):
         last = i == len(path) - 1
         if isinstance(node, dict) and step in node:
-            pos = node.lc.key(step) if (last and at_key) else node.lc.value(step)
+            marks: Any = getattr(node, "lc")  # noqa: B009  # ruamel records where each key and value is
+            pos = marks.key(step) if (last and at_key) else marks.value(step)
             node = node[step]
         elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            pos = node.lc.item(step)
+            marks = getattr(node, "lc")  # noqa: B009
+            pos = marks.item(step)
             node = node[step]
         else:
             break

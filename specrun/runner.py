@@ -164,7 +164,7 @@ class Runner:
         return summary
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
-        handled = []
+        handled: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(sig, self._on_signal, sig)

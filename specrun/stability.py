@@ -293,7 +293,7 @@ class Aggregator:
         runs = Counter[str]()
         stable = unstable = all_passed = any_passed = 0
         usage_seen = False
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
+        usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
         total_ms = 0.0
         for c in self._cases.values():
             verdicts[c.status] += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -14,7 +15,9 @@ def command(as_json: bool) -> None:
     from ..plugins import blocked_names, default_plugins
 
     infos = default_plugins().infos
-    rows = [{"name": i.name, "distribution": i.distribution, "version": i.version, "types": i.types} for i in infos]
+    rows: list[dict[str, Any]] = [
+        {"name": i.name, "distribution": i.distribution, "version": i.version, "types": i.types} for i in infos
+    ]
     if as_json:
         click.echo(json.dumps({"plugins": rows, "blocked": sorted(blocked_names())}, indent=2))
         return

@@ -268,7 +268,7 @@ def _save_generated(suites: list[Any], path: Path) -> None:
         yaml = YAML(typ="safe", pure=True)
         yaml.default_flow_style = False
         yaml.allow_unicode = True
-        yaml.sort_base_mapping_type_on_output = False  # keep the id first
+        yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]  # keep the id first
         yaml.dump({"cases": cases}, buffer)
         text = buffer.getvalue()
     else:

@@ -11,7 +11,7 @@ import click
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 def command(paths: tuple[Path, ...]) -> None:
     """Check suite files: every mistake is listed with file:line:col, then exit 2."""
-    from ..errors import SuiteError, UsageError
+    from ..errors import Problem, SuiteError, UsageError
     from ..loader import Loader
     from ..plugins import default_plugins
     from ..project import Project
@@ -22,7 +22,7 @@ def command(paths: tuple[Path, ...]) -> None:
     registry = default_plugins().registry
     suites = Loader(registry).load(paths)
     project = Project.discover(paths[0], registry)
-    problems = []
+    problems: list[Problem] = []
     for suite in suites:  # the agent each suite would run against: its file and target config
         try:
             agent = project.resolve(suite.target, suite.base_dir) if suite.target else project.nearest_agent(suite.path)

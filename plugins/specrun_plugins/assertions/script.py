@@ -54,7 +54,7 @@ def _verdict(result: Any, ref: str, expected: Any, output: Any) -> Verdict:
     if isinstance(result, bool):
         return Verdict(result, f"script {ref} returned {result}; output: {show(output)}", expected, output)
     if isinstance(result, dict) and isinstance(result.get("pass", result.get("passed")), bool):
-        passed = result.get("pass", result.get("passed"))
+        passed = bool(result.get("pass", result.get("passed")))
         message = result.get("message") or result.get("reason") or f"script {ref} returned {passed}"
         score = result.get("score")
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
