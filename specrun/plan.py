@@ -5,13 +5,16 @@ All mistakes (in suites, agent files, agent configs) are found here, before anyt
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
 from .kinds import Source, SourceContext
+from .loader import display_path
 from .model import Case, Suite
 from .plugins import Plugins
 from .project import Agent, Project
@@ -94,25 +97,40 @@ def build_plan(
     for suite in suites:
         suite_agent: Agent | None = None
         if name:
-            suite_agent = project.resolve(name, Path.cwd())
+            try:
+                suite_agent = project.resolve(name, Path.cwd())
+            except SuiteError:
+                raise
+            except UsageError as exc:
+                raise UsageError(f"-n {name}: {exc}") from None
         elif suite.target is not None:
-            suite_agent = project.resolve(suite.target, suite.base_dir)
+            try:
+                suite_agent = project.resolve(suite.target, suite.base_dir)
+            except UsageError as exc:
+                raise _located(exc, suite, None) from None
         else:
             suite_agent = project.nearest_agent(suite.path)
         for case in suite.cases:
             if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
                 continue
             agent = suite_agent
-            if not name and "target" in case.raw:
-                agent = project.resolve(case.raw["target"], suite.base_dir)
+            own = not name and "target" in case.raw
+            if own:
+                try:
+                    agent = project.resolve(case.raw["target"], suite.base_dir)
+                except UsageError as exc:
+                    raise _located(exc, suite, case) from None
             if agent is None:
                 missing.append(str(suite.path))
                 break
-            if case.dynamic and case.simulator is None and not simulator:
-                raise UsageError(
-                    f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
-                )
-            project.target(agent, connector)
+            if case.dynamic:
+                _check_simulator(case, suite, project, simulator)
+            try:
+                project.target(agent, connector)
+            except UsageError as exc:  # an inline target mapping: point at the suite or case
+                if name or agent.path is not None:
+                    raise
+                raise _located(exc, suite, case if own else None) from None
             plan.pairs.append((case, agent))
     if missing:
         raise UsageError(
@@ -121,3 +139,37 @@ def build_plan(
             + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
         )
     return plan
+
+
+def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:
+    """A dynamic case has a simulator, and a simulator agent it names exists."""
+    if case.simulator is None and not default:
+        raise UsageError(
+            f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
+        )
+    config = case.simulator if case.simulator is not None else {"use": default}
+    if config.get("type", "agent") != "agent" or not isinstance(config.get("use"), str):
+        return
+    try:
+        project.agent(config["use"].removeprefix("agents:"))
+    except SuiteError:
+        raise
+    except UsageError as exc:
+        if case.simulator is None:
+            raise UsageError(f"--simulator {default}: {exc}") from None
+        raise _located(exc, suite, case, "simulator.use") from None
+
+
+def _located(exc: UsageError, suite: Suite, case: Case | None, field: str = "target") -> UsageError:
+    """A mistake in a suite's or a case's ``field``, pointed at it (an agent file's are already)."""
+    if isinstance(exc, SuiteError):
+        return exc
+    if case is not None:
+        loc = case.location
+        where = f"{loc.pointer}.{field}" if loc.pointer else field
+        return SuiteError([Problem(loc.file, loc.line, loc.column, str(exc), where)])
+    display, line, col = display_path(suite.path), 1, 1
+    with contextlib.suppress(Exception):  # JSON or YAML: find the line of the suite's field
+        _, record = load_mapping(suite.path, display)
+        line, col = record.position(field.split("."))
+    return SuiteError([Problem(display, line, col, str(exc), field)])

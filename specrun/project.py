@@ -168,7 +168,7 @@ class Project:
         problems = []
         nested = isinstance(record.data.get("target"), dict)
         for name, message in found:
-            line, col = record.position(["target", name] if nested else ["target"])
+            line, col = record.position(["target", *name.split(".")] if nested else ["target"])
             problems.append(Problem(display, line, col, f"agent {agent.id!r}: {message}", f"target.{name}"))
         return SuiteError(problems)
 

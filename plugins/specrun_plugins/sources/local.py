@@ -6,9 +6,13 @@ Implements the ``file`` source (``-i path``, ``-i file:path``; any existing path
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from specrun.errors import UsageError
 from specrun.kinds import Source, SourceContext, Suite
+
+SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
 
 
 class FileSource(Source):
@@ -18,9 +22,15 @@ class FileSource(Source):
 
     @classmethod
     def claims(cls, spec: str) -> bool:
-        return Path(spec).exists()
+        # A missing `suite.jsonl` or `suites/` is a typo to report, not a message to send.
+        looks_like_path = not any(c.isspace() for c in spec) and (
+            spec.lower().endswith(SUITE_EXTENSIONS) or spec.endswith(("/", os.sep))
+        )
+        return looks_like_path or Path(spec).exists()
 
     async def load(self, spec: str, context: SourceContext) -> list[Suite]:
+        if not Path(spec).exists():
+            raise UsageError(f"no such file or directory: {spec}")
         return context.loader.load([Path(spec)])
 
 
