@@ -9,6 +9,7 @@ reports without protecting anything.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -26,12 +27,31 @@ def _environment() -> tuple[tuple[str, str], ...]:
     return tuple(os.environ.items())
 
 
+def _spellings(value: str, depth: int = 2) -> set[str]:
+    """``value`` as it reads inside JSON strings or Python reprs, nested ``depth`` deep.
+
+    A value with a quote or a backslash is spelt differently in the result stream (JSON), and
+    twice differently in a message that quotes JSON or a repr (an assertion's) inside it.
+    """
+    forms = {value}
+    for _ in range(depth):
+        forms |= {
+            spelt
+            for form in forms
+            for spelt in (json.dumps(form, ensure_ascii=False)[1:-1], json.dumps(form)[1:-1], repr(form)[1:-1])
+        }
+    return forms
+
+
 @functools.lru_cache(maxsize=8)
 def _pattern(items: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
     decoded = [(os.fsdecode(n), os.fsdecode(v)) if isinstance(n, bytes) else (n, v) for n, v in items]
     secrets = {value: name for name, value in decoded if SECRET_NAME.search(name) and len(value) >= MIN_LENGTH}
     if not secrets:
         return None, {}
+    for value, name in list(secrets.items()):
+        for form in _spellings(value):
+            secrets.setdefault(form, name)
     ordered = sorted(secrets, key=len, reverse=True)  # longest first: a secret containing another
     return re.compile("|".join(re.escape(s) for s in ordered)), secrets
 

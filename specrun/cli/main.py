@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import sys
 from typing import Any
@@ -67,8 +68,10 @@ def main(argv: list[str] | None = None) -> None:
         code = cli.main(args=args, prog_name="specrun", standalone_mode=False)
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
+    except click.ClickException as exc:  # shown through redact: click quotes the bad value
+        shown = io.StringIO()
+        exc.show(file=shown)
+        click.echo(redact(shown.getvalue()), err=True, nl=False)
         code = exc.exit_code
     except click.exceptions.Abort:
         click.echo("specrun: interrupted", err=True)
