@@ -147,11 +147,12 @@ def _check_simulator(case: Case, suite: Suite, project: Project, default: str | 
         raise UsageError(
             f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
         )
-    config = case.simulator if case.simulator is not None else {"use": default}
-    if config.get("type", "agent") != "agent" or not isinstance(config.get("use"), str):
+    config: dict[str, Any] = case.simulator if case.simulator is not None else {"use": default}
+    use = config.get("use")
+    if config.get("type", "agent") != "agent" or not isinstance(use, str):
         return
     try:
-        project.agent(config["use"].removeprefix("agents:"))
+        project.agent(use.removeprefix("agents:"))
     except SuiteError:
         raise
     except UsageError as exc:
