@@ -13,6 +13,9 @@ Without ``max_limit`` the limit starts unbounded (the callers' own parallelism, 
 ``--parallel``, is the bound): the first 429 halves the concurrency actually in flight, and
 once the limit has grown back to the most calls ever in flight it is unbounded again.
 
+Waiting for a slot is specrun's doing, not the agent's: while a call waits, the case timeout
+the runner put in :data:`CASE_DEADLINE` is paused (and the wait is left out of the latency).
+
 Keys: the ``http`` target uses the process-wide :data:`LIMITERS`, keyed by the endpoint
 (:func:`endpoint_key`: host and path), so every target calling one endpoint shares its limit.
 A ``ModelClient`` keeps its own registry keyed by model name.
@@ -22,21 +25,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import math
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
+CASE_DEADLINE: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
+    "specrun_case_deadline", default=None
+)
+
 
 class Slot:
     """One call's permission to run; tell it how the call went with :meth:`report`."""
 
-    __slots__ = ("epoch", "outcome")
+    __slots__ = ("epoch", "outcome", "waited")
 
-    def __init__(self, epoch: int):
+    def __init__(self, epoch: int, waited: float = 0.0):
         self.epoch = epoch
         self.outcome: str | None = None
+        self.waited = waited  # seconds spent in the queue
 
     def report(self, status: int | None) -> None:
         """The call's HTTP status: 429 lowers the limit, 2xx raises it, anything else neither."""
@@ -77,9 +86,13 @@ class AdaptiveLimiter:
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
             return Slot(self._epoch)
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
         self._waiters.append(future)
         self._wake()
+        started = loop.time()
+        case_timeout = CASE_DEADLINE.get()
+        due = _pause(case_timeout)
         try:
             await future
         except asyncio.CancelledError:
@@ -89,8 +102,11 @@ class AdaptiveLimiter:
             else:
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(future)
-            raise
-        return Slot(self._epoch)
+            raise  # the deadline stays paused: the case is ending anyway
+        waited = loop.time() - started
+        if due is not None and case_timeout is not None:
+            case_timeout.reschedule(due + waited)
+        return Slot(self._epoch, waited)
 
     def release(self, slot: Slot) -> None:
         """Give the slot back and adapt the limit to how its call went."""
@@ -123,6 +139,20 @@ class AdaptiveLimiter:
                 self.in_flight += 1
                 self.peak = max(self.peak, self.in_flight)
                 future.set_result(None)
+
+
+def _pause(timeout: asyncio.Timeout | None) -> float | None:
+    """Stop ``timeout`` from firing; return when it was due (None: nothing was paused)."""
+    if timeout is None:
+        return None
+    when = timeout.when()
+    if when is None or timeout.expired():
+        return None
+    try:
+        timeout.reschedule(None)
+    except RuntimeError:  # not entered, or already left
+        return None
+    return when
 
 
 class Limiters:

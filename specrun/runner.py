@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from .errors import ReportError, SpecrunError, TargetError
 from .hooks import call_hook
 from .kinds import Check, Reporter
+from .limiter import CASE_DEADLINE
 from .model import (
     DEFAULT_LOCALE,
     DEFAULT_TEAM,
@@ -305,8 +306,12 @@ class Runner:
                     case, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, job.run
                 )
             started = time.perf_counter()
-            async with asyncio.timeout(timeout):
-                response = as_response(await session.send(case.input))
+            async with asyncio.timeout(timeout) as deadline:
+                paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
+                try:
+                    response = as_response(await session.send(case.input))
+                finally:
+                    CASE_DEADLINE.reset(paused)
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:

@@ -252,6 +252,32 @@ def test_concurrency_halves_when_the_endpoint_answers_bursts_with_429(tmp_path):
     assert later[-1] <= 20, later
 
 
+def test_cases_queued_by_the_limiter_do_not_time_out(tmp_path):
+    """Throttled to what the server takes, cases wait longer than their timeout for a slot:
+    that wait is specrun's, so it neither times the case out nor counts as its latency."""
+    server: LLMServer
+
+    def narrow(body: dict[str, Any]) -> dict[str, Any]:
+        if server.in_flight > 4:
+            return {"status": 429, "headers": {"retry-after": "0"}}
+        return {"content": "ok", "delay": 0.25}
+
+    server = LLMServer(narrow)
+    with server:
+        latency = [{"type": "latency", "max": 1000}]  # the queue's time is not the agent's latency
+        cases = [{"id": f"c{i}", "input": "q", "timeout": "1s", "assertions": latency} for i in range(40)]
+        cases += [{"id": "slow-agent", "input": "q", "timeout": "1s", "target": "python:agents_mod:slow"}]
+        project(tmp_path, server.base_url, cases, "  retries: 50\n")
+        (tmp_path / "agents_mod.py").write_text(AGENTS + "\nasync def slow(m, c):\n    await asyncio.sleep(30)\n")
+        proc, took = run(tmp_path, "--parallel", "41")
+    got = results(tmp_path)
+    statuses = Counter(r["status"] for k, r in got.items() if k != "slow-agent")
+    assert statuses == {"passed": 40}, [r["error"] for r in got.values() if r["status"] != "passed"]
+    assert took > 2  # 40 cases x 0.25 s at about 4 at once: the last ones queued well over 1 s
+    assert got["slow-agent"]["error"] == "timeout after 1.0s"  # the case timeout still works
+    assert proc.returncode == 1
+
+
 def test_unreachable_endpoint_is_an_error_per_case_not_a_crash(tmp_path):
     cases = [{"id": f"c{i}", "input": "x"} for i in range(3)]
     project(tmp_path, "http://127.0.0.1:9", cases)  # the discard port: nothing listens

@@ -11,7 +11,7 @@ from specrun_plugins.targets.http import HttpTarget
 from support.llm_server import LLMServer
 
 from specrun import Context, Message, TargetError
-from specrun.limiter import LIMITERS, AdaptiveLimiter, Limiters, Slot, endpoint_key
+from specrun.limiter import CASE_DEADLINE, LIMITERS, AdaptiveLimiter, Limiters, Slot, endpoint_key
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -198,3 +198,33 @@ async def test_model_calls_share_one_limiter_per_model_that_429s_halve():
         assert limiter.throttles == 1 and limiter.in_flight == 0
         assert server.max_in_flight == 6
         await client.aclose()
+
+
+async def test_waiting_for_a_slot_pauses_the_case_timeout():
+    limiter = AdaptiveLimiter(1)
+    held = await limiter.acquire()
+    asyncio.get_running_loop().call_later(0.4, limiter.release, held)
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(0.2) as deadline:
+        token = CASE_DEADLINE.set(deadline)
+        started = loop.time()
+        slot = await limiter.acquire()  # waits 0.4 s: longer than the whole timeout
+        assert slot.waited >= 0.35
+        assert deadline.when() is not None and deadline.when() - started >= 0.55  # pushed back by the wait
+        limiter.release(slot)
+        CASE_DEADLINE.reset(token)
+    with pytest.raises(TimeoutError):  # and it still runs once the call has its slot
+        async with asyncio.timeout(0.2) as deadline:
+            CASE_DEADLINE.set(deadline)
+            async with limiter.slot():
+                await asyncio.sleep(1)
+
+
+async def test_a_slot_granted_at_once_leaves_the_case_timeout_alone():
+    limiter = AdaptiveLimiter(2)
+    async with asyncio.timeout(5) as deadline:
+        CASE_DEADLINE.set(deadline)
+        due = deadline.when()
+        slot = await limiter.acquire()
+        assert slot.waited == 0 and deadline.when() == due
+        limiter.release(slot)

@@ -239,8 +239,8 @@ class HttpTarget(Target):
             raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
         data = json.dumps(self.request_body(messages, context), ensure_ascii=False).encode()
         start = time.perf_counter()
-        payload = await self._post(data)
-        latency = (time.perf_counter() - start) * 1000
+        payload, queued = await self._post(data)
+        latency = (time.perf_counter() - start - queued) * 1000  # the agent's time, not the queue's
         try:
             reply = json.loads(payload)
         except ValueError:
@@ -249,16 +249,18 @@ class HttpTarget(Target):
         response.latency_ms = latency
         return response
 
-    async def _post(self, data: bytes) -> bytes:
+    async def _post(self, data: bytes) -> tuple[bytes, float]:
+        """The reply body, and the seconds spent waiting for a slot of the endpoint's limiter."""
         import aiohttp
 
         session, headers = self.client(), self.headers()
         # Shared by every target calling this endpoint: 429s halve the calls in flight.
         limiter = LIMITERS.get(self._endpoint, self.config.get("max_connections") or None)
-        attempt = 0
+        attempt, queued = 0, 0.0
         while True:
             try:
                 async with limiter.slot() as slot, session.post(self.url, data=data, headers=headers) as reply:
+                    queued += slot.waited
                     payload = await reply.read()
                     status, reply_headers = reply.status, reply.headers
                     slot.report(status)
@@ -267,7 +269,7 @@ class HttpTarget(Target):
             except aiohttp.ClientError as exc:
                 raise TargetError(f"connection to {self.url} failed: {type(exc).__name__}: {exc}") from None
             if 200 <= status < 300:
-                return payload
+                return payload, queued
             if attempt < self.retries and (status == 429 or status >= 500):
                 await asyncio.sleep(_retry_wait(reply_headers, attempt))
                 attempt += 1
