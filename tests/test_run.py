@@ -364,3 +364,91 @@ def test_seed_v1_jsonl_runs_unchanged(tmp_path):
 def test_help_and_version(flag, tmp_path):
     proc = run(flag, cwd=tmp_path)
     assert proc.returncode == 0 and ("Usage" in proc.stdout or "specrun" in proc.stdout)
+
+
+SEED_V2 = [
+    {"id": "T001", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]},
+    {
+        "id": "T002",
+        "name": "Expense submission - final confirmation",
+        "input": [
+            {"role": "user", "content": "I want to submit an expense"},
+            {"role": "assistant", "content": "What type of expense would you like to submit?"},
+            {"role": "user", "content": "Business travel to Beijing, $3500"},
+            {"role": "assistant", "content": "I'll create an expense for business travel, $3500. Please confirm."},
+            {"role": "user", "content": "Yes, confirm"},
+        ],
+        "assertions": [{"type": "contains", "value": "submitted"}, {"type": "tool_called", "name": "create_expense"}],
+    },
+    {
+        "id": "T003",
+        "input": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "What's in this receipt?"},
+                    {"type": "image", "source": "file://./fixtures/receipt.jpg"},
+                ],
+            }
+        ],
+        "assertions": [{"type": "contains", "value": "amount"}],
+    },
+    {"id": "T004", "input": "order status", "assertions": [{"type": "regex", "pattern": "order-\\d+"}]},
+    {
+        "id": "T005",
+        "input": "status json",
+        "assertions": [
+            {"type": "json_path", "path": "$.status", "value": "ok"},
+            {"type": "type", "path": "$.count", "value": "number"},
+            {"type": "equals", "value": {"status": "ok", "count": 3}},
+        ],
+    },
+    {
+        "id": "T006",
+        "before": "env_test.Before",
+        "after": "env_test.After",
+        "input": "Submit a $500 travel expense",
+        "assertions": [{"type": "tool_called", "name": "create_expense"}],
+    },
+]
+
+SEED_V2_AGENT = """
+from specrun import Response, ToolCall
+
+def answer(messages, ctx):
+    last = messages[-1]
+    if last.attachments:
+        return f"The receipt shows an amount of $85.50 ({last.attachments[0]['mime']})"
+    text = last.text
+    if text == "Hello":
+        return "Hi there"
+    if text == "order status":
+        return "Your order-1234 ships today"
+    if text == "status json":
+        return {"status": "ok", "count": 3}
+    return Response("Expense submitted! Reference: EXP-001", tool_calls=[ToolCall("create_expense", {"amount": 500})])
+"""
+
+SEED_V2_HOOKS = """
+def Before(ctx, case):
+    return {"data": {"userId": "u-1", "testId": case.id}}
+
+def After(ctx, case, result, before_data):
+    assert before_data == {"userId": "u-1", "testId": case.id}
+"""
+
+
+def test_seed_v2_jsonl_runs_unchanged(tmp_path):
+    package = tmp_path / "assistants" / "expense"
+    (package / "src").mkdir(parents=True)
+    (package / "tests" / "fixtures").mkdir(parents=True)
+    (package / "agent.yaml").write_text("target: python:expense_seed:answer\n")
+    (package / "expense_seed.py").write_text(SEED_V2_AGENT)
+    (package / "src" / "env_test.py").write_text(SEED_V2_HOOKS)  # the seed keeps hooks in the agent's src/
+    (package / "tests" / "fixtures" / "receipt.jpg").write_bytes(b"\xff\xd8\xff fake jpeg")
+    (package / "tests" / "inputs.jsonl").write_text("".join(json.dumps(c) + "\n" for c in SEED_V2))
+    proc = run("-i", "assistants/expense/tests/inputs.jsonl", "-o", "out.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_id = results_by_id(tmp_path / "out.jsonl")
+    assert len(by_id) == 6 and all(r["status"] == "passed" for r in by_id.values())
+    assert "image/jpeg" in by_id["T003"]["output"]
