@@ -18,7 +18,8 @@ user message. ``in_flight`` and ``max_in_flight`` count the requests being answe
 included), so tests can see how much concurrency a client really used.
 
 Run as a script it serves until killed and prints its base URL; ``--faults 500=0.1,429=0.1,
-hang=0.02 --seed 1 --delay 0.05 --jitter 0.05`` injects faults at those rates (benchmarks).
+hang=0.02 --seed 1 --delay 0.05 --jitter 0.05 --pad 4096`` injects faults at those rates and
+pads the answers (benchmarks).
 """
 
 from __future__ import annotations
@@ -174,10 +175,11 @@ class LLMServer:
 
 
 def fault_responder(
-    rates: dict[str, float], seed: int = 0, delay: float = 0.0, jitter: float = 0.0
+    rates: dict[str, float], seed: int = 0, delay: float = 0.0, jitter: float = 0.0, pad: int = 0
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A responder answering ``rates`` of requests with a fault: ``{"500": 0.1, "429": 0.1,
-    "hang": 0.02, "drop": 0.01}``; the others echo after ``delay`` to ``delay + jitter`` s."""
+    "hang": 0.02, "drop": 0.01}``; the others echo (plus ``pad`` dots) after ``delay`` to
+    ``delay + jitter`` s."""
     rng = random.Random(seed)
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -190,7 +192,7 @@ def fault_responder(
                     return {"drop": True, "delay": wait}
                 return {"status": int(fault), "delay": wait, "headers": {"retry-after": "0"}}
             roll -= rate
-        return {"content": f"echo: {_last_user_text(body)}", "delay": wait}
+        return {"content": f"echo: {_last_user_text(body)} {'.' * pad}".rstrip(), "delay": wait}
 
     return respond
 
@@ -203,9 +205,11 @@ if __name__ == "__main__":  # serve forever, for manual runs and benchmarks
     parser.add_argument("--jitter", type=float, default=0.0, help="extra random delay, up to this")
     parser.add_argument("--faults", default="", help="e.g. 500=0.1,429=0.1,hang=0.02,drop=0.01")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pad", type=int, default=0, help="characters added to each answer")
     args = parser.parse_args()
     rates = {k: float(v) for k, _, v in (item.partition("=") for item in args.faults.split(",") if item)}
-    responder = fault_responder(rates, args.seed, args.delay, args.jitter) if rates or args.jitter else None
+    custom = rates or args.jitter or args.pad
+    responder = fault_responder(rates, args.seed, args.delay, args.jitter, args.pad) if custom else None
     server = LLMServer(responder, delay=args.delay).start()
     print(server.base_url, flush=True)
     threading.Event().wait()
