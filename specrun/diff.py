@@ -8,11 +8,11 @@ Markdown reporter, so that agent text is escaped the same way everywhere.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .display import md_text
 from .errors import UsageError
 from .stability import CaseStats, failure_reason, scan
 
@@ -20,30 +20,6 @@ FAILING = ("failed", "error")
 MAX_ROWS = 50
 SLOWER = 1.25  # a case is slower (faster) when its mean duration moved by this ratio
 MIN_DURATION_MS = 100.0  # ... and by at least this much
-
-# -- Markdown escaping ------------------------------------------------------------------------
-
-# Inline text never starts a line, so only characters that matter anywhere in a line are escaped.
-_MD = {c: "\\" + c for c in "\\`*_[]~$"}
-_MD.update({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
-_MD_TABLE = str.maketrans(_MD)
-
-
-def md_text(value: Any, limit: int = 0) -> str:
-    """Text made inert for a Markdown line or table cell: one line, no markup, no HTML."""
-    text = " ".join(str(value).split())
-    if limit and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.translate(_MD_TABLE)
-
-
-def md_block(text: str, info: str = "") -> str:
-    """A fenced code block whose fence is longer than any backtick run in ``text``."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
-
 
 # -- loading ----------------------------------------------------------------------------------
 

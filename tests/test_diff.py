@@ -14,7 +14,8 @@ from markdown_it import MarkdownIt
 from test_reporters import case, result, write_report, write_stream
 
 from specrun.cli.main import main
-from specrun.diff import compare_files, load_side, md_block, md_text, to_markdown
+from specrun.diff import compare_files, load_side, to_markdown
+from specrun.display import md_block, md_text
 from specrun.errors import UsageError
 from specrun.model import Usage
 from specrun.plugins import get_plugin_manager

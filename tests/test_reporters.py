@@ -12,6 +12,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
+from specrun.display import visible
 from specrun.model import AssertionResult, Case, Location, Message, Response, Result, RunInfo, ToolCall, Usage
 from specrun.plugins import get_plugin_manager
 
@@ -215,7 +216,8 @@ def test_markdown_tables_survive_pipes(registry, stream, tmp_path):
 
 def test_markdown_fence_is_longer_than_backticks_inside(registry, stream, tmp_path):
     text = write_report(registry, tmp_path / "r.md", stream)
-    assert "`````\n" + HOSTILE.replace("\x00", "\x00") in text  # 4 backticks inside, a 5-tick fence
+    assert "`````\n" + visible(HOSTILE) in text  # 4 backticks inside, a 5-tick fence
+    assert "\x00" not in text and "\\x00\\x07" in text  # control characters shown, not replayed
 
 
 def test_markdown_with_runs_has_stability_table(registry, multi, tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
+from specrun.display import visible
 from specrun.stability import CaseStats, Stream, scan
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
@@ -54,8 +55,8 @@ def as_text(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value.replace("\r\n", "\n").replace("\r", "\n")
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        return visible(value)
+    return visible(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 def clip(text: str, limit: int) -> str:

@@ -2,7 +2,7 @@
 
 Registered through register_reporters (see this package). Agent and suite text never becomes
 markup: multi-line text goes in fenced code blocks whose fence is longer than any backtick run
-inside, and inline text (headings, table cells) is escaped by ``specrun.diff.md_text``.
+inside, and inline text (headings, table cells) is escaped by ``specrun.display.md_text``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from specrun.diff import md_block, md_text
+from specrun.display import md_block, md_text
 from specrun.kinds import Reporter
 from specrun.stability import CaseStats
 
