@@ -8,16 +8,38 @@ Signatures follow the seed: ``Before(ctx, case)`` returns data (or ``{"data": ..
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .blocking import run_blocking
+from .errors import UsageError
 from .imports import load_callable
+from .model import Case
+
+if TYPE_CHECKING:
+    from .project import Agent
 
 
 class HookExit(Exception):
     """A hook raised ``SystemExit`` or ``KeyboardInterrupt``: that hook failed, the run goes on."""
+
+
+def case_hook_dirs(case: Case, agent: Agent) -> list[Path]:
+    """Where a case's hooks are looked for: next to its suite, then in the agent's folders."""
+    dirs = [*([case.suite.base_dir] if case.suite is not None else []), *agent.hook_dirs]
+    return list(dict.fromkeys(dirs))
+
+
+def check_case_hooks(case: Case, agent: Agent) -> Iterator[tuple[str, UsageError]]:
+    """``(field, error)`` for each of the case's hooks that cannot be found (imports its module)."""
+    for field in ("before", "after"):
+        ref = getattr(case, field)
+        if ref:
+            try:
+                load_callable(ref, case_hook_dirs(case, agent))
+            except UsageError as exc:
+                yield field, exc
 
 
 async def call_hook(ref: str, search: Iterable[Path], *args: Any) -> Any:

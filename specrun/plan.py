@@ -13,6 +13,7 @@ from typing import Any
 
 from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
+from .hooks import check_case_hooks
 from .kinds import Source, SourceContext
 from .loader import display_path
 from .model import Case, Suite
@@ -125,6 +126,8 @@ def build_plan(
                 break
             if case.dynamic:
                 _check_simulator(case, suite, project, simulator)
+            for hook, exc in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+                raise _located(exc, suite, case, hook)
             try:
                 project.target(agent, connector)
             except UsageError as exc:  # an inline target mapping: point at the suite or case

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .errors import ReportError, SpecrunError, TargetError
-from .hooks import call_hook
+from .hooks import call_hook, case_hook_dirs
 from .kinds import Check, Reporter
 from .limiter import CASE_DEADLINE
 from .model import (
@@ -257,8 +257,7 @@ class Runner:
         case = job.case
         started = time.perf_counter()
         ctx = self.context_for(case, job.run)
-        dirs = [case.suite.base_dir] if case.suite is not None else []
-        dirs += job.agent.hook_dirs
+        dirs = case_hook_dirs(case, job.agent)
         before_data = None
         cancelled = False
         try:

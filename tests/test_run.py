@@ -452,3 +452,11 @@ def test_seed_v2_jsonl_runs_unchanged(tmp_path):
     by_id = results_by_id(tmp_path / "out.jsonl")
     assert len(by_id) == 6 and all(r["status"] == "passed" for r in by_id.values())
     assert "image/jpeg" in by_id["T003"]["output"]
+
+
+def test_missing_case_hook_is_bad_input_before_anything_runs(tmp_path):
+    make_project(tmp_path, [{"id": "a", "input": "x"}, {"id": "b", "input": "x", "after": "hooks_mod.Nope"}])
+    proc = run("suite.jsonl", "-o", "out.jsonl", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "suite.jsonl:2:1:" in proc.stderr and "(at cases[1].after)" in proc.stderr and "Nope" in proc.stderr
+    assert not (tmp_path / "out.jsonl").exists()
