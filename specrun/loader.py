@@ -205,13 +205,14 @@ class Loader:
 
     def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
         """Cases produced by a source (a generator agent, a script); validated like a file's."""
-        records = [Record(c, i + 1, 1, segment=json.dumps(c, indent=1)) for i, c in enumerate(cases)]
+        # A generated case has no source text: its "line" is its number in the batch.
+        records = [Record(c, i + 1, 1) for i, c in enumerate(cases)]
         doc = Document(base_dir / origin, origin, "data", None, records, None)
-        suite, problems = self._build(doc, Suite(path=base_dir / origin, name=origin), generated=generated)
+        built, problems = self._build(doc, Suite(base_dir / origin, name=origin, generated=generated), generated)
         if problems:
             raise SuiteError(problems)
-        assert suite is not None
-        return suite
+        assert built is not None
+        return built
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -349,7 +350,8 @@ class Loader:
             checkpoints=checkpoints,
             max_turns=data.get("max_turns"),
             suite=suite,
-            raw=data,
+            target=data.get("target"),
+            raw=data if suite.generated else {},
         )
 
 

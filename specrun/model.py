@@ -43,7 +43,7 @@ def format_duration(seconds: float) -> str:
     return f"{seconds / 60:.1f}m"
 
 
-@dataclass
+@dataclass(slots=True)
 class Message:
     """One chat message; ``content`` is text or a list of content parts (text/image/audio/file).
 
@@ -214,7 +214,7 @@ def as_response(value: Any) -> Response:
     raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Location:
     """Where a node of a suite file is: file, 1-based line and column, and its field path."""
 
@@ -227,7 +227,7 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Assertion:
     """One assertion: its type, the type's own parameters, and the envelope fields."""
 
@@ -246,7 +246,7 @@ class Assertion:
         return data
 
 
-@dataclass
+@dataclass(slots=True)
 class Checkpoint:
     """A dynamic-mode milestone: reached when its assertion passes after its ``after`` ones."""
 
@@ -257,7 +257,7 @@ class Checkpoint:
     required: bool = True
 
 
-@dataclass
+@dataclass(slots=True)
 class Case:
     """One test case, fully resolved (suite defaults merged, files read)."""
 
@@ -282,7 +282,8 @@ class Case:
     checkpoints: list[Checkpoint] = field(default_factory=list)
     max_turns: int | None = None
     suite: Suite | None = field(default=None, repr=False, compare=False)
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    target: str | dict[str, Any] | None = None  # this case's own agent, over the suite's
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # generated cases only: what --save writes
 
     @property
     def dynamic(self) -> bool:

@@ -115,10 +115,10 @@ def build_plan(
             if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
                 continue
             agent = suite_agent
-            own = not name and "target" in case.raw
-            if own:
+            own = not name and case.target is not None
+            if not name and case.target is not None:
                 try:
-                    agent = project.resolve(case.raw["target"], suite.base_dir)
+                    agent = project.resolve(case.target, suite.base_dir)
                 except UsageError as exc:
                     raise _located(exc, suite, case) from None
             if agent is None:
@@ -126,8 +126,8 @@ def build_plan(
                 break
             if case.dynamic:
                 _check_simulator(case, suite, project, simulator)
-            for hook, exc in check_case_hooks(case, agent):  # a missing hook is bad input, found now
-                raise _located(exc, suite, case, hook)
+            for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+                raise _located(missing_hook, suite, case, hook)
             try:
                 project.target(agent, connector)
             except UsageError as exc:  # an inline target mapping: point at the suite or case
