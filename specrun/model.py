@@ -126,6 +126,18 @@ class Usage:
         }
 
 
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def to_json(value: Any) -> str:
+    """``value`` as JSON text, non-ASCII kept and unknown objects as ``str``.
+
+    One shared encoder: ``json.dumps`` with any option builds a new encoder per call, which
+    was a tenth of specrun's CPU per case on the result path.
+    """
+    return _JSON_TEXT.encode(value)
+
+
 class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
@@ -187,7 +199,7 @@ class Response:
             return ""
         if isinstance(self.content, str):
             return self.content
-        return json.dumps(self.content, ensure_ascii=False)
+        return to_json(self.content)
 
     @cached_property
     def json(self) -> Any:
@@ -385,6 +397,14 @@ class Result:
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
+    _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def record(self) -> dict[str, Any]:
+        """``to_dict()`` once the result is final: built on first use and kept, because the
+        stream, the aggregator and every observer read the same record."""
+        if self._record is None:
+            self._record = self.to_dict()
+        return self._record
 
     def to_dict(self) -> dict[str, Any]:
         """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""

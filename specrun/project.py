@@ -60,6 +60,7 @@ class Project:
     config: dict[str, Any] = field(default_factory=dict)
     _agents: dict[str, Agent] | None = None
     _targets: dict[str, Target] = field(default_factory=dict)
+    _by_agent: dict[tuple[int, str | None], Target] = field(default_factory=dict)
 
     @classmethod
     def discover(cls, start: Path, registry: Registry) -> Project:
@@ -146,6 +147,9 @@ class Project:
     def target(self, agent: Agent, model: str | None = None) -> Target:
         """The target instance of an agent (one per agent and run); ``model`` (``-c``) applies to
         targets that take a ``model`` parameter."""
+        known = self._by_agent.get((id(agent), model))
+        if known is not None:
+            return known
         config = dict(agent.target)
         cls = self.registry.get("target", config.get("type", ""))
         if model and "model" in cls.params_schema.get("properties", {}):
@@ -157,6 +161,7 @@ class Project:
             if found:
                 raise self._target_error(agent, found)
             self._targets[key] = target
+        self._by_agent[(id(agent), model)] = self._targets[key]  # the plan's agents live all run
         return self._targets[key]
 
     def _target_error(self, agent: Agent, found: list[tuple[str, str]]) -> SpecrunError:
@@ -177,3 +182,4 @@ class Project:
         for target in self._targets.values():
             await target.aclose()
         self._targets.clear()
+        self._by_agent.clear()

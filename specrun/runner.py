@@ -257,7 +257,7 @@ class Runner:
         case = job.case
         started = time.perf_counter()
         ctx = self.context_for(case, job.run)
-        dirs = case_hook_dirs(case, job.agent)
+        dirs = case_hook_dirs(case, job.agent) if case.before or case.after else []
         before_data = None
         cancelled = False
         try:
@@ -344,7 +344,7 @@ class Runner:
 
     def _emit(self, result: Result) -> None:
         self.done += 1
-        self.aggregator.add(result.to_dict())
+        self.aggregator.add(result.record())
         for reporter in self.reporters:
             reporter.add(result)
         self.plugins.hook.case_finished(result=result)

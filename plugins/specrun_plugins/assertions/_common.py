@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from specrun.model import MISSING
+from specrun.model import MISSING, to_json
 
 PREVIEW_CHARS = 200
 
@@ -44,7 +44,7 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if value is MISSING:
         return "nothing"
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        text = to_json(value)
     except ValueError:  # a circular structure
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -6,12 +6,11 @@ are masked here, so every report built from the stream is clean too.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import IO, Any
 
 from specrun.kinds import Reporter
-from specrun.model import Result, RunInfo
+from specrun.model import Result, RunInfo, to_json
 from specrun.redact import redact
 
 
@@ -26,7 +25,7 @@ class JsonlReporter(Reporter):
 
     def _write(self, record: dict[str, Any]) -> None:
         assert self._file is not None
-        self._file.write(redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
+        self._file.write(redact(to_json(record)) + "\n")
         self._file.flush()
 
     def start(self, info: RunInfo) -> None:
@@ -35,7 +34,7 @@ class JsonlReporter(Reporter):
         self._write({"type": "start", "specrun_report": "jsonl", **info.to_dict()})
 
     def add(self, result: Result) -> None:
-        self._write(result.to_dict())
+        self._write(result.record())
 
     def finish(self, summary: dict[str, Any], results_path: Path) -> None:
         self._write(summary)

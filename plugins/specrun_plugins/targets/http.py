@@ -22,7 +22,7 @@ from jmespath.exceptions import JMESPathError
 from specrun.errors import TargetError
 from specrun.kinds import Target
 from specrun.limiter import LIMITERS, endpoint_key
-from specrun.model import Context, Message, Response, parse_duration
+from specrun.model import Context, Message, Response, parse_duration, to_json
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp
@@ -237,7 +237,7 @@ class HttpTarget(Target):
     async def respond(self, messages: list[Message], context: Context) -> Response:
         if self._invalid:
             raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
-        data = json.dumps(self.request_body(messages, context), ensure_ascii=False).encode()
+        data = to_json(self.request_body(messages, context)).encode()
         start = time.perf_counter()
         payload, queued = await self._post(data)
         latency = (time.perf_counter() - start - queued) * 1000  # the agent's time, not the queue's
