@@ -43,9 +43,12 @@ def classify(pass_rate: float | None) -> str:
     return HIGHLY_UNSTABLE
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def normalize_output(value: Any) -> str:
