@@ -26,10 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import email.utils
 import math
+import time
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 CASE_DEADLINE: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
@@ -179,3 +182,23 @@ def endpoint_key(url: str) -> str:
 
 
 LIMITERS = Limiters()
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds a server asked callers to wait (``retry-after-ms``, or ``retry-after`` as seconds
+    or an HTTP date), or None when it did not say."""
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after-ms")
+        if value is not None:
+            return max(0.0, float(value) / 1000)
+        value = headers.get("retry-after")
+        if value is None or not str(value).strip():
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None

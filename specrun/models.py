@@ -14,7 +14,6 @@ that shapes the answer including the run index, so ``--runs 5`` asks five times.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import logging
@@ -30,6 +29,7 @@ from typing import Any, TypeVar
 
 from .errors import EvaluationError
 from .limiter import Limiters
+from .limiter import retry_after as header_retry_after
 from .model import Message, ToolCall, Usage, extract_json
 from .redact import redact
 from .wire import openai_messages
@@ -183,22 +183,8 @@ def _headers(exc: BaseException) -> Mapping[str, str]:
 
 
 def retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked us to wait (``retry-after-ms`` or ``retry-after``), if it did."""
-    headers = _headers(exc)
-    try:
-        value = headers.get("retry-after-ms")
-        if value is not None:
-            return max(0.0, float(value) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, AttributeError):
-        return None
+    """Seconds the provider asked us to wait in the error's response headers, if it did."""
+    return header_retry_after(_headers(exc))
 
 
 def _status(exc: BaseException) -> int | None:

@@ -8,7 +8,6 @@ session per target (0.25 CPU-ms per call, measured; see DESIGN.md), created in t
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from jmespath.exceptions import JMESPathError
 
 from specrun.errors import TargetError
 from specrun.kinds import Target
-from specrun.limiter import LIMITERS, endpoint_key
+from specrun.limiter import LIMITERS, endpoint_key, retry_after
 from specrun.model import Context, Message, Response, parse_duration, to_json
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
@@ -84,15 +83,8 @@ def placeholders(node: Any) -> set[str]:
 
 
 def _retry_wait(headers: Any, attempt: int) -> float:
-    value = headers.get("retry-after") if headers is not None else None
-    if value:
-        try:
-            return min(max(float(value), 0.0), MAX_RETRY_WAIT)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value) if value.strip() else None
-            if when is not None:
-                return min(max(when.timestamp() - time.time(), 0.0), MAX_RETRY_WAIT)
-    return min(0.5 * 2**attempt, 8.0)
+    asked = retry_after(headers)
+    return min(asked, MAX_RETRY_WAIT) if asked is not None else min(0.5 * 2**attempt, 8.0)
 
 
 class HttpTarget(Target):
