@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from specrun import __version__
 from specrun.display import visible
+from specrun.model import format_duration
 from specrun.stability import CaseStats, Stream, scan
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
@@ -92,13 +93,7 @@ def bad_assertions(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 1000:
-        return f"{value:.0f}ms"
-    if value < 60000:
-        return f"{value / 1000:.1f}s"
-    return f"{value / 60000:.1f}m"
+    return "-" if value is None else format_duration(value / 1000)
 
 
 def pct(value: float | None) -> str:
