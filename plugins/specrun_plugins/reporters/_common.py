@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from specrun import __version__
 from specrun.display import visible
+from specrun.kinds import Reporter
 from specrun.model import format_duration
 from specrun.stability import CaseStats, Stream, scan
 
@@ -166,3 +167,16 @@ def load(summary: dict[str, Any], results_path: Path) -> Report:
     cases = stream.aggregator.cases()
     multi = int(merged.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in cases)
     return Report(stream.start, merged, stream, cases, multi)
+
+
+class WholeFileReporter(Reporter):
+    """A report written once the run ends: rebuilt from the streamed results (so no result is
+    held in memory) and written atomically. Subclasses implement ``render``."""
+
+    def render(self, report: Report, out: IO[str]) -> None:
+        raise NotImplementedError
+
+    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+        report = load(summary, results_path)
+        with atomic_writer(self.path) as out:
+            self.render(report, out)

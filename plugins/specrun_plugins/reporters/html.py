@@ -12,13 +12,22 @@ from __future__ import annotations
 import base64
 import hashlib
 from html import escape
-from pathlib import Path
 from typing import IO, Any
 
-from specrun.kinds import Reporter
 from specrun.stability import CaseStats
 
-from ._common import ICONS, LABELS, Report, as_text, atomic_writer, clip, cost, fmt_ms, input_text, load, pct
+from ._common import (
+    ICONS,
+    LABELS,
+    Report,
+    WholeFileReporter,
+    as_text,
+    clip,
+    cost,
+    fmt_ms,
+    input_text,
+    pct,
+)
 
 MAX_CHARS = 50_000  # per text block; the JSON report has everything
 MAX_CHART_ROWS = 500
@@ -297,14 +306,12 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     out.write(f"</div></section>\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-class HTMLReporter(Reporter):
+class HTMLReporter(WholeFileReporter):
     """A self-contained HTML report; options: ``max_chars`` per text block (50,000; 0: no limit)."""
 
     name = "html"
     description = "Self-contained HTML report: summary cards, filters, charts, expandable details"
     extensions = (".html", ".htm")
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        report = load(summary, results_path)
-        with atomic_writer(self.path) as out:
-            write(report, out, int(self.options.get("max_chars", MAX_CHARS)))
+    def render(self, report: Report, out: IO[str]) -> None:
+        write(report, out, int(self.options.get("max_chars", MAX_CHARS)))

@@ -8,14 +8,12 @@ is a case with its stability fields and ``run_details`` (one entry per run).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.kinds import Reporter
 from specrun.stability import CaseStats
 
-from ._common import Report, atomic_writer, load
+from ._common import Report, WholeFileReporter
 
 _CASE_FIELDS = ("id", "name", "input", "expected", "file", "line", "tags", "min_pass_rate", "type")
 
@@ -77,14 +75,12 @@ def write(report: Report, out: IO[str]) -> None:
     out.write("}\n")
 
 
-class JSONReporter(Reporter):
+class JSONReporter(WholeFileReporter):
     """A JSON report (the seed's shape: summary, environment, results, metadata)."""
 
     name = "json"
     description = "JSON report: summary, environment, results (with stability), metadata"
     extensions = (".json",)
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        report = load(summary, results_path)
-        with atomic_writer(self.path) as out:
-            write(report, out)
+    def render(self, report: Report, out: IO[str]) -> None:
+        write(report, out)

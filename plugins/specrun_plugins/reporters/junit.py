@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from itertools import groupby
-from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
-from specrun.kinds import Reporter
 from specrun.stability import CaseStats
 
-from ._common import Report, as_text, atomic_writer, bad_assertions, clip, input_text, load
+from ._common import Report, WholeFileReporter, as_text, bad_assertions, clip, input_text
 
 MAX_CHARS = 20_000
 _COUNTS = {"failures": "failed", "errors": "error", "skipped": "skipped"}
@@ -149,14 +147,12 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     out.write("</testsuites>\n")
 
 
-class JUnitReporter(Reporter):
+class JUnitReporter(WholeFileReporter):
     """JUnit XML; options: ``max_chars`` per text (20,000; 0 for no limit)."""
 
     name = "junit"
     description = "JUnit XML: a testsuite per suite file, a testcase per case (failures and errors apart)"
     extensions = (".xml",)
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        report = load(summary, results_path)
-        with atomic_writer(self.path) as out:
-            write(report, out, int(self.options.get("max_chars", MAX_CHARS)))
+    def render(self, report: Report, out: IO[str]) -> None:
+        write(report, out, int(self.options.get("max_chars", MAX_CHARS)))

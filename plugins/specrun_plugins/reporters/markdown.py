@@ -7,25 +7,22 @@ inside, and inline text (headings, table cells) is escaped by ``specrun.display.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import IO, Any
 
 from specrun.display import md_block, md_text
-from specrun.kinds import Reporter
 from specrun.stability import CaseStats
 
 from ._common import (
     ICONS,
     LABELS,
     Report,
+    WholeFileReporter,
     as_text,
-    atomic_writer,
     bad_assertions,
     clip,
     cost,
     fmt_ms,
     input_text,
-    load,
     pct,
 )
 
@@ -199,14 +196,12 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         out.write("\n".join(case_section(report, case, limit)) + "\n")
 
 
-class MarkdownReporter(Reporter):
+class MarkdownReporter(WholeFileReporter):
     """A Markdown report; options: ``max_chars`` per text block (20,000; 0 for no limit)."""
 
     name = "markdown"
     description = "Markdown report: summary, environment, stability, per-case sections"
     extensions = (".md", ".markdown")
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        report = load(summary, results_path)
-        with atomic_writer(self.path) as out:
-            write(report, out, int(self.options.get("max_chars", MAX_CHARS)))
+    def render(self, report: Report, out: IO[str]) -> None:
+        write(report, out, int(self.options.get("max_chars", MAX_CHARS)))
