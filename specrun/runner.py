@@ -2,6 +2,9 @@
 
 Every scheduled case yields exactly one result, handed to the observers (reporters, console,
 lifecycle hooks) as soon as it is final and then dropped, so memory stays flat as a run grows.
+"As soon as" means at the event loop's next turn: a worker queues its result and moves on to
+its next case, so the requests that replies free up go out before the reports are written
+(reporting is off the path to the agent under test; see ``_report``).
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ class Runner:
         self._stop: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: list[dict[str, Any]] | None = None
+        self._unreported: list[Result] = []
+        self._broken: dict[int, str] = {}  # reporter id -> its first failure
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -137,12 +142,14 @@ class Runner:
             workers = max(1, min(self.options.parallel, len(jobs)))
             self._tasks = [asyncio.create_task(self._worker(queue)) for _ in range(workers)]
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            self._report_queued()
             if self.options.after_all:
                 with contextlib.suppress(Exception):
                     await call_hook(
                         self.options.after_all, self._hook_dirs(jobs), global_ctx, self._finished, before_all_data
                     )
         finally:
+            self._report_queued()  # an interrupted or failed run still reports every result it has
             for sig in handled:
                 loop.remove_signal_handler(sig)
             await self.project.aclose()
@@ -150,14 +157,16 @@ class Runner:
                 await self.models.aclose()
         summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
         self.plugins.hook.run_finished(info=info, summary=summary)
-        failures = []
+        failures = list(self._broken.values())
         for reporter in self.reporters:
+            if id(reporter) in self._broken:
+                continue
             try:
                 done = reporter.finish(summary, self.stream_path)
                 if inspect.isawaitable(done):
                     await done
             except Exception as exc:  # one broken reporter must not cost the others (or the results)
-                failures.append(f"{reporter.name} reporter ({reporter.path}) failed: {type(exc).__name__}: {exc}")
+                failures.append(_report_failure(reporter, exc))
         for observer in self.observers:
             observer.finish(summary)
         if failures:
@@ -176,7 +185,8 @@ class Runner:
 
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
-        if self.interrupted:  # a second Ctrl-C: leave at once
+        if self.interrupted:  # a second Ctrl-C: leave at once, with what is already final
+            self._report_queued()
             os._exit(INTERRUPT_EXIT.get(name, 130))
         self.interrupted = name
         self._stop = "interrupted"
@@ -190,9 +200,9 @@ class Runner:
             try:
                 result = await self.run_one(job)
             except _Cancelled as cancelled:
-                self._emit(cancelled.result)
+                self._report(cancelled.result)
                 raise asyncio.CancelledError from None
-            self._emit(result)
+            self._report(result)
             if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
                 self._stop_others("--fail-fast")
 
@@ -342,11 +352,31 @@ class Runner:
 
     # -- results --------------------------------------------------------------------------------
 
+    def _report(self, result: Result) -> None:
+        """Queue ``result`` for the observers, at the loop's next turn.
+
+        Replies arrive in bursts under ``--parallel``; reporting each one before its worker sends
+        the next request delayed the whole burst's next requests by the burst's reporting time.
+        """
+        if not self._unreported:
+            asyncio.get_running_loop().call_soon(self._report_queued)
+        self._unreported.append(result)
+
+    def _report_queued(self) -> None:
+        queued, self._unreported = self._unreported, []
+        for result in queued:
+            self._emit(result)
+
     def _emit(self, result: Result) -> None:
         self.done += 1
         self.aggregator.add(result.record())
         for reporter in self.reporters:
-            reporter.add(result)
+            if id(reporter) in self._broken:
+                continue
+            try:
+                reporter.add(result)
+            except Exception as exc:  # as in finish: the stream and the other reporters go on
+                self._broken[id(reporter)] = _report_failure(reporter, exc)
         self.plugins.hook.case_finished(result=result)
         for observer in self.observers:
             observer.case_done(result)
@@ -365,6 +395,10 @@ class Runner:
         if self.interrupted:
             return INTERRUPT_EXIT.get(self.interrupted, 130)
         return exit_code(summary)
+
+
+def _report_failure(reporter: Reporter, exc: Exception) -> str:
+    return f"{reporter.name} reporter ({reporter.path}) failed: {type(exc).__name__}: {exc}"
 
 
 class _HookFailed(Exception):

@@ -1,0 +1,75 @@
+"""The runner in process: what its reporters receive, whatever one of them does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from specrun_plugins.reporters.jsonl import JsonlReporter
+
+from specrun.errors import ReportError
+from specrun.kinds import Reporter, SourceContext
+from specrun.loader import Loader
+from specrun.model import Result, RunInfo
+from specrun.plan import build_plan, load_inputs
+from specrun.plugins import default_plugins
+from specrun.project import Project
+from specrun.runner import Runner, RunOptions
+
+
+class Recording(Reporter):
+    name = "recording"
+
+    def __init__(self, path: Path, fail_at: int | None = None):
+        super().__init__(path)
+        self.fail_at = fail_at
+        self.ids: list[str] = []
+
+    def add(self, result: Result) -> None:
+        if len(self.ids) == self.fail_at:
+            raise OSError("disk full")
+        self.ids.append(result.case.id)
+
+
+async def _run(folder: Path, reporters: list[Reporter], parallel: int) -> dict:
+    plugins = default_plugins()
+    project = Project.discover(folder, plugins.registry)
+    runner = Runner(project, plugins, RunOptions(parallel=parallel))
+    context = SourceContext(Loader(plugins.registry), project, runner.services(1), None)
+    suites = await load_inputs([str(folder / "suite.jsonl")], context, plugins)
+    plan = build_plan(suites, project, plugins, None, None, None, None)
+    runner.reporters, runner.stream_path = reporters, folder / "out.jsonl"
+    return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    module = f"agent_{uuid.uuid4().hex[:8]}"  # each test imports its own
+    (tmp_path / f"{module}.py").write_text("async def echo(messages, ctx):\n    return messages[-1].text\n")
+    (tmp_path / "agent.yaml").write_text(f"target: python:{module}:echo\n")
+    check = [{"type": "contains", "value": "hi"}]
+    cases = [{"id": f"c{i}", "input": f"hi {i}", "assertions": check} for i in range(20)]
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    return tmp_path
+
+
+@pytest.mark.parametrize("parallel", [1, 8])
+def test_every_result_reaches_every_reporter_once(folder, parallel):
+    recording = Recording(folder / "r.rec")
+    summary = asyncio.run(_run(folder, [JsonlReporter(folder / "out.jsonl"), recording], parallel))
+    assert summary["passed"] == 20 and summary["not_run"] == 0
+    assert sorted(recording.ids) == sorted(f"c{i}" for i in range(20))
+    if parallel == 1:  # one worker: reported in the order run
+        assert recording.ids == [f"c{i}" for i in range(20)]
+
+
+def test_a_reporter_that_breaks_mid_run_costs_neither_the_stream_nor_the_others(folder):
+    broken, after = Recording(folder / "b.rec", fail_at=3), Recording(folder / "a.rec")
+    with pytest.raises(ReportError, match=r"recording reporter \(.*b\.rec\) failed: OSError: disk full"):
+        asyncio.run(_run(folder, [JsonlReporter(folder / "out.jsonl"), broken, after], parallel=4))
+    lines = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
+    assert len([r for r in lines if r["type"] == "result"]) == 20 and lines[-1]["type"] == "summary"
+    assert len(after.ids) == 20 and len(broken.ids) == 3
