@@ -4,18 +4,47 @@
 (ceil(N/P) x 0.1 s) plus start-up, and at most 2 CPU-ms per case. promptfoo measured on the
 same work: 9x and 30x the ideal, 16 CPU-ms per case.
 
+For scale, each level also times the floor: a plain aiohttp loop (no engine, no assertions,
+no reports) sending the same requests at the same parallelism to the same server.
+
     python bench/http_bench.py [--cases 1000] [--parallel 50 200]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import math
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from _common import Server, http_agent, run_specrun, write_suite
+
+
+def plain_client(url: str, cases: int, parallel: int) -> float:
+    """Wall seconds for ``cases`` requests by ``parallel`` bare aiohttp workers (the floor)."""
+    import aiohttp
+    import uvloop
+
+    async def run() -> float:
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            numbers = iter(range(cases))
+
+            async def worker() -> None:
+                for i in numbers:
+                    body = json.dumps({"messages": [{"role": "user", "content": f"question number {i}"}]})
+                    async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as reply:
+                        json.loads(await reply.read())
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(parallel)))
+            return time.perf_counter() - started
+
+    return uvloop.run(run())
 
 
 def main() -> None:
@@ -57,12 +86,15 @@ def main() -> None:
             cpu_ms = statistics.median(r["cpu"] for r in runs) * 1000 / args.cases
             ideal = math.ceil(args.cases / parallel) * 0.1
             ratio = (wall - startup) / ideal
+            url = f"{server.base_url}/chat/completions"
+            floor = statistics.median(plain_client(url, args.cases, parallel) for _ in range(args.repeat))
             verdict = "ok" if wall <= 1.3 * ideal + startup and cpu_ms <= 2.0 else "MISSED"
             print(
                 f"--parallel {parallel}: wall {wall:.2f} s, ideal {ideal:.2f} s, "
                 f"(wall - start-up) / ideal = {ratio:.2f}x, {cpu_ms:.2f} CPU-ms/case, "
                 f"peak RSS {max(r['rss_mb'] for r in runs):.0f} MB, server {server_ms:.2f} CPU-ms/request  [{verdict}]"
             )
+            print(f"    floor, a plain aiohttp loop: {floor:.2f} s = {floor / ideal:.2f}x the ideal")
 
 
 if __name__ == "__main__":
