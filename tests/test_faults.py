@@ -233,7 +233,7 @@ def test_concurrency_halves_when_the_endpoint_answers_bursts_with_429(tmp_path):
     def bouncer(body: dict[str, Any]) -> dict[str, Any]:
         observed.append(server.in_flight)
         if server.in_flight > 8:
-            return {"status": 429, "headers": {"retry-after": "0"}, "delay": 0.005}
+            return {"status": 429, "headers": {"retry-after": "0"}, "delay": 0.02}
         return {"content": "ok", "delay": 0.03}
 
     server = LLMServer(bouncer)
