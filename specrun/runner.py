@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from .errors import ReportError, SpecrunError, TargetError
 from .hooks import call_hook, case_hook_dirs
-from .kinds import Check, Reporter
+from .kinds import Check, Reporter, Session
 from .limiter import CASE_DEADLINE
 from .model import (
     DEFAULT_LOCALE,
@@ -346,9 +346,10 @@ class Runner:
         except Exception as exc:
             return Result(case, "error", run=job.run, error=f"agent error: {type(exc).__name__}: {exc}")
         finally:
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(10):
-                    await session.close()
+            if type(session).close is not Session.close:  # else nothing to release (nor to time)
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(10):
+                        await session.close()
         check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
         verdicts = await evaluate_all(case.assertions, check, self.plugins.registry)
         usage = Usage()
