@@ -166,11 +166,12 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
             except UsageError as exc:
                 raise UsageError(f"{flag}: {exc}") from None
     # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
-    # the collections a run triggers stay cheap. Young collections every 10,000 allocations, not
-    # 700: each one walks every in-flight case's objects. Measured on 1,000 http cases at
-    # --parallel 200: freeze -12% CPU, the threshold -60% GC time (-0.07 s wall).
+    # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
+    # 700: each one walks the objects of every case in flight, and nearly all of them are freed
+    # by reference counting first. Measured on 1,000 http cases at --parallel 200: freeze -12%
+    # CPU; GC time in the run from ~50 ms to under 1 ms.
     gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
+    gc.set_threshold(100_000, 10, 10)
     summary = await runner.run(jobs, info)  # a failed report keeps the stream
     if direct and not flags["outputs"]:
         _print_direct(stream_path)
