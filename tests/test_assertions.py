@@ -6,6 +6,7 @@ test_assertions_tools.py. ``check()`` and ``run()`` here are shared with them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,15 @@ async def test_contains_passes_and_fails_showing_the_output():
     assert not verdict.passed
     assert '"shipped"' in verdict.message and "the order is late" in verdict.message
     assert verdict.expected == "shipped" and verdict.actual == "the order is late"
+
+
+async def test_a_long_output_is_shown_cut_with_its_escapes_intact():
+    # 5,000 characters, a quote and a newline right at the cut: shown as the first 199
+    # characters of its JSON text, whatever the cut falls on.
+    output = "x" * 195 + '"\n' + "y" * 4803
+    verdict = await run(text.Contains, output, value="zzz")
+    shown = verdict.message.split("; output: ", 1)[1]
+    assert shown == json.dumps(output)[:199] + "…"
 
 
 async def test_contains_a_list_means_every_item():

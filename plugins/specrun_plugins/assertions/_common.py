@@ -43,6 +43,8 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
     """A value as a person reads it in a message: JSON, cut to ``limit`` characters."""
     if value is MISSING:
         return "nothing"
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]  # its JSON is still longer than limit: the cut below is the same
     try:
         text = to_json(value)
     except ValueError:  # a circular structure
