@@ -293,14 +293,19 @@ class Aggregator:
     def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
         """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
         verdicts: Counter[str] = Counter()
-        runs = Counter[str]()
+        passed = failed = errors = skipped = 0
         stable = unstable = all_passed = any_passed = 0
         usage_seen = False
         usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
         total_ms = 0.0
         for c in self._cases.values():
             verdicts[c.status] += 1
-            runs.update(passed=c.passed, failed=c.failed, errors=c.errors, skipped=c.skipped)
+            passed, failed, errors, skipped = (
+                passed + c.passed,
+                failed + c.failed,
+                errors + c.errors,
+                skipped + c.skipped,
+            )
             total_ms += c.total_ms
             if c.runs:
                 stable += c.stable
@@ -314,7 +319,7 @@ class Aggregator:
                 if c.cost is not None:
                     usage["cost"] = (usage["cost"] or 0.0) + c.cost
         measured = stable + unstable
-        executed = runs["passed"] + runs["failed"] + runs["errors"]
+        executed = passed + failed + errors
         data: dict[str, Any] = {
             "total": len(self._cases),
             "passed": verdicts["passed"],
@@ -322,13 +327,13 @@ class Aggregator:
             "errors": verdicts["error"],
             "skipped": verdicts["skipped"],
             "total_cases": len(self._cases),
-            "total_runs": executed + runs["skipped"],
+            "total_runs": executed + skipped,
             "runs_per_case": self.runs_per_case,
-            "runs_passed": runs["passed"],
-            "runs_failed": runs["failed"],
-            "runs_errors": runs["errors"],
-            "runs_skipped": runs["skipped"],
-            "overall_pass_rate": _pct(runs["passed"], executed),
+            "runs_passed": passed,
+            "runs_failed": failed,
+            "runs_errors": errors,
+            "runs_skipped": skipped,
+            "overall_pass_rate": _pct(passed, executed),
             "stable_cases": stable,
             "unstable_cases": unstable,
             "pass_hat_k": _pct(all_passed, measured),
