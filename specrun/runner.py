@@ -168,7 +168,9 @@ class Runner:
         for observer in self.observers:
             observer.finish(summary)
         if failures:
-            raise ReportError("; ".join(failures) + f"; every result is in {self.stream_path}")
+            stream_broken = any(r.path == self.stream_path and id(r) in self._broken for r in self.reporters)
+            kept = "" if stream_broken else f"; every result is in {self.stream_path}"
+            raise ReportError("; ".join(failures) + kept)
         return summary
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:

@@ -68,8 +68,16 @@ def test_every_result_reaches_every_reporter_once(folder, parallel):
 
 def test_a_reporter_that_breaks_mid_run_costs_neither_the_stream_nor_the_others(folder):
     broken, after = Recording(folder / "b.rec", fail_at=3), Recording(folder / "a.rec")
-    with pytest.raises(ReportError, match=r"recording reporter \(.*b\.rec\) failed: OSError: disk full"):
+    with pytest.raises(ReportError, match=r"recording reporter \(.*b\.rec\) failed: OSError: disk full") as raised:
         asyncio.run(_run(folder, [JsonlReporter(folder / "out.jsonl"), broken, after], parallel=4))
+    assert f"every result is in {folder / 'out.jsonl'}" in str(raised.value)
     lines = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
     assert len([r for r in lines if r["type"] == "result"]) == 20 and lines[-1]["type"] == "summary"
     assert len(after.ids) == 20 and len(broken.ids) == 3
+
+
+def test_a_broken_stream_is_not_said_to_hold_the_results(folder):
+    stream = Recording(folder / "out.jsonl", fail_at=0)
+    with pytest.raises(ReportError) as raised:
+        asyncio.run(_run(folder, [stream], parallel=2))
+    assert "every result is in" not in str(raised.value)
