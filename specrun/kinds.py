@@ -63,6 +63,12 @@ class AssertionType(Plugin):
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
         return ()
 
+    @classmethod
+    def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
+        """Whether this assertion will call a model, as far as its parameters and the project
+        config (``specrun.yaml``) tell before the run: the run preloads litellm when one will."""
+        return cls.needs_model
+
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         raise NotImplementedError
 

@@ -36,14 +36,15 @@ class Plan:
     def agent_ids(self) -> list[str]:
         return sorted({agent.id for _, agent in self.pairs})
 
-    def needs_model(self, registry: Any) -> bool:
-        """True when a judge, an LLM simulator or a model-backed target will be called."""
-        return any(_case_needs_model(case, agent, registry) for case, agent in self.pairs)
+    def needs_model(self, registry: Any, config: dict[str, Any]) -> bool:
+        """True when a judge, an LLM simulator or a model-backed target will be called
+        (``config``: the project's ``specrun.yaml``)."""
+        return any(_case_needs_model(case, agent, registry, config) for case, agent in self.pairs)
 
 
-def _case_needs_model(case: Case, agent: Agent, registry: Any) -> bool:
-    types = [a.type for a in case.assertions] + [c.assertion.type for c in case.checkpoints]
-    if any(getattr(registry.get("assertion", t), "needs_model", False) for t in types):
+def _case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
+    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
+    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
         return True
     if case.simulator is not None and registry.get("simulator", case.simulator.get("type", "agent")).needs_model:
         return True

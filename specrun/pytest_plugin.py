@@ -194,7 +194,7 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         runner = state.runner_for(project)
         collect_only = self.config.getoption("collectonly", False)
-        if runner.models is not None and not collect_only and plan.needs_model(state.plugins.registry):
+        if runner.models is not None and not collect_only and plan.needs_model(state.plugins.registry, project.config):
             runner.models.preload()
         for case, agent in plan.pairs:
             yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, runner=runner)

@@ -256,3 +256,20 @@ def test_the_types_are_registered_and_flag_that_they_need_a_model():
     for name in ("llm", "agent", "match"):
         assert registry.get("assertion", name).needs_model
     assert registry.get("target", "litellm").needs_model
+
+
+@pytest.mark.parametrize(
+    ("params", "config", "uses"),
+    [
+        ({"mode": "score"}, {}, False),
+        ({}, {"compare_mode": "score"}, False),
+        ({"mode": "fallback"}, {"compare_mode": "score"}, True),  # the assertion's own mode wins
+        ({}, {}, True),  # fallback by default: its llm stage may run
+        ({"mode": "llm"}, {}, True),
+    ],
+)
+def test_match_says_before_the_run_whether_it_will_call_a_model(params, config, uses):
+    registry = get_plugin_manager().registry
+    assert registry.get("assertion", "match").uses_model(Assertion("match", params), config) is uses
+    assert registry.get("assertion", "llm").uses_model(Assertion("llm", {"rubric": "x"}), config)
+    assert not registry.get("assertion", "contains").uses_model(Assertion("contains", {"value": "x"}), config)

@@ -105,3 +105,16 @@ def test_plugins_and_schema_do_not_import_litellm(args: list[str], tmp_path: Pat
     modules, result = imported(args, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert not _litellm(modules)
+
+
+def test_a_run_whose_match_only_scores_does_not_import_litellm(tmp_path: Path) -> None:
+    """``match`` in score mode needs no judge: the run must not preload litellm for it."""
+    (tmp_path / "echo_agent.py").write_text("def echo(messages, ctx):\n    return messages[-1].text\n")
+    (tmp_path / "agent.yaml").write_text("target: python:echo_agent:echo\n")
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n  - id: a\n    input: Paris\n    assertions: [{type: match, expected: Paris, mode: score}]\n"
+    )
+    modules, result = imported(["suite.yaml", "-o", "out.jsonl"], tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert '"status": "passed"' in (tmp_path / "out.jsonl").read_text()
+    assert not _litellm(modules)

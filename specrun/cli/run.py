@@ -123,7 +123,7 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         _show_plan(plan, options.runs, flags["save"])
         await project.aclose()
         return 0
-    if models is not None and plan.needs_model(registry):
+    if models is not None and plan.needs_model(registry, config):
         models.preload()
 
     direct = all(s.path.name == "<message>" for s in suites)

@@ -63,6 +63,11 @@ class Match(AssertionType):
         },
     }
 
+    @classmethod
+    def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
+        # score mode never asks a judge; preloading litellm for it cost seconds of CPU mid-run
+        return (assertion.params.get("mode") or config.get("compare_mode") or DEFAULT_MODE) != "score"
+
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params
         expected = params.get("expected", MISSING)
