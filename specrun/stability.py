@@ -300,12 +300,10 @@ class Aggregator:
         total_ms = 0.0
         for c in self._cases.values():
             verdicts[c.status] += 1
-            passed, failed, errors, skipped = (
-                passed + c.passed,
-                failed + c.failed,
-                errors + c.errors,
-                skipped + c.skipped,
-            )
+            passed += c.passed
+            failed += c.failed
+            errors += c.errors
+            skipped += c.skipped
             total_ms += c.total_ms
             if c.runs:
                 stable += c.stable
