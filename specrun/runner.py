@@ -313,6 +313,7 @@ class Runner:
                 failure = f"after hook {case.after} failed: {type(exc).__name__}: {exc}"
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
+        result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise _Cancelled(result)
         return result

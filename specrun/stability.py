@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .model import to_json
 
 STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
@@ -48,7 +49,10 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
-    return _CANONICAL.encode(value)
+    try:
+        return _CANONICAL.encode(value)
+    except TypeError:  # keys of mixed types (1 and "a") cannot be sorted: compare them as JSON has them
+        return _CANONICAL.encode(json.loads(to_json(value)))
 
 
 def normalize_output(value: Any) -> str:

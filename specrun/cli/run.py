@@ -245,7 +245,9 @@ def _print_direct(stream: Path) -> None:
         record = json.loads(line)
         if record.get("type") == "result":
             output = record.get("output")
-            click.echo(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2))
+            click.echo(
+                output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+            )
 
 
 def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:

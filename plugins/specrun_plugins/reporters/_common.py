@@ -58,7 +58,7 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return visible(value)
-    return visible(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    return visible(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=str))
 
 
 def clip(text: str, limit: int) -> str:
