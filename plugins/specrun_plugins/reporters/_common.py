@@ -119,6 +119,19 @@ class Report:
     def interrupted(self) -> bool:
         return bool(self.summary.get("interrupted"))
 
+    @property
+    def incomplete(self) -> str | None:
+        """Why the stream lacks results (it could not be written), when it does."""
+        return self.summary.get("incomplete") or None
+
+    def incomplete_note(self) -> str:
+        """What a report that is ``incomplete`` says at its top."""
+        listed = sum(c.runs + c.skipped for c in self.cases)
+        return (
+            f"not every result could be written to the result stream ({self.incomplete}). The counts "
+            f"are the run's, of {self.summary.get('total_runs')} results; only the {listed} written are listed."
+        )
+
     def records(self, case: CaseStats) -> list[dict[str, Any]]:
         """The result records of one case, in run order (read from the stream file now)."""
         return list(self.stream.records(case))
@@ -141,6 +154,7 @@ class Report:
             "parallel": info.get("parallel"),
             "timeout_s": info.get("timeout_s"),
             "interrupted": self.interrupted,
+            "incomplete": self.incomplete,
             "version": __version__,
         }
         return data
@@ -154,15 +168,21 @@ class Report:
 
 # What only the runner knows; every count and rate is recomputed from the stream instead, so
 # a report is right whatever the caller counted (runs or cases).
-_RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate")
+_RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate", "incomplete")
 
 
 def load(summary: dict[str, Any], results_path: Path) -> Report:
-    """Scan the streamed results; statistics come from the stream, run facts from ``summary``."""
+    """Scan the streamed results; statistics come from the stream, run facts from ``summary``.
+
+    When the stream lacks results (``summary["incomplete"]``), the counts are the runner's: a
+    stream cut short by a full disk must not make a red run look green.
+    """
     stream = scan(Path(results_path), summary.get("min_pass_rate"))
     merged = stream.aggregator.summary()
     for source in (stream.summary or {}, summary):
         merged.update({k: v for k, v in source.items() if k in _RUNNER_KEYS or k not in merged})
+    if summary.get("incomplete"):
+        merged.update(summary)
     merged.pop("type", None)
     cases = stream.aggregator.cases()
     multi = int(merged.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in cases)

@@ -285,6 +285,9 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
             '<div class="banner" id="interrupted"><strong>Interrupted</strong>: the run was cut short; '
             f"this report covers the {e(report.summary.get('total_runs'))} results recorded before it stopped.</div>\n"
         )
+    if report.incomplete:
+        note = e(report.incomplete_note())
+        out.write(f'<div class="banner" id="incomplete"><strong>Incomplete</strong>: {note}</div>\n')
     out.write(_cards(report) + "\n")
     env = report.environment
     if env:

@@ -121,8 +121,15 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     cases = report.cases
     total_ms = sum(c.total_ms for c in cases)
     counts = {k: sum(c.status == v for c in cases) for k, v in _COUNTS.items()}
-    out.write(_open_tag("testsuites", {"name": "specrun", "tests": len(cases), **counts, "time": _seconds(total_ms)}))
-    out.write("\n")
+    missing = bool(report.incomplete)  # one more test, in error: CI must not show the rest as green
+    counts["errors"] += missing
+    attrs = {"name": "specrun", "tests": len(cases) + missing, **counts, "time": _seconds(total_ms)}
+    out.write(_open_tag("testsuites", attrs) + "\n")
+    if report.incomplete:
+        out.write('  <testsuite name="specrun" tests="1" failures="0" errors="1" skipped="0" time="0.000">\n')
+        el = ET.Element("testcase", {"classname": "specrun", "name": "incomplete report", "time": "0.000"})
+        ET.SubElement(el, "error", {"message": xml_text(report.incomplete_note(), 1000), "type": "Incomplete"})
+        out.write("    " + ET.tostring(el, encoding="unicode") + "\n  </testsuite>\n")
     for file, group in groupby(cases, key=lambda c: c.file):
         members = list(group)
         counts = {k: sum(c.status == v for c in members) for k, v in _COUNTS.items()}

@@ -180,6 +180,8 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
             "results recorded before it stopped.",
             "",
         ]
+    if report.incomplete:
+        lines += [f"> ⚠️ **Incomplete**: {md_text(report.incomplete_note())}", ""]
     lines += ["## Summary", "", *_table(summary_rows(report), ("Metric", "Value"))]
     env = report.environment
     if env:
