@@ -192,11 +192,14 @@ class CaseStats:
 
     @property
     def status(self) -> str:
-        """The verdict: every run passed, or the pass rate meets the gate when there is one."""
+        """The verdict: every run passed, or the pass rate meets the gate when there is one.
+
+        A case none of whose runs passed never passes, whatever gate a suite or a stream says.
+        """
         if not self.runs:
             return "skipped"
         if self.min_pass_rate is not None:
-            ok = (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
+            ok = self.passed > 0 and (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
         else:
             ok = self.stable
         if ok:

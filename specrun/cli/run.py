@@ -37,7 +37,9 @@ import click
     "--runs", type=click.IntRange(min=1), default=1, show_default=True, help="Run every case N times (stability)."
 )
 @click.option(
-    "--min-pass-rate", type=click.FloatRange(0, 100), help="With --runs: a case passes when this % of its runs pass."
+    "--min-pass-rate",
+    type=click.FloatRange(0, 100, min_open=True),
+    help="With --runs: a case passes when this % of its runs pass (more than 0).",
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
