@@ -264,8 +264,11 @@ def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
         else:
             detail = f"standard agent={agent.id} assertions={', '.join(a.type for a in case.assertions) or '-'}"
         click.echo(f"{case.location}  [{clean(case.id)}] {detail}")
-        if case.input:
-            click.echo(f"    input: {clean(case.title, 100)}")
+        if case.name:
+            click.echo(f"    name: {clean(case.name, 100)}")
+        for message in case.input:  # the input itself, never the name that titles the case
+            role = "" if message.role == "user" else f" ({message.role})"
+            click.echo(f"    input{role}: {clean(message.text, 100)}")
     written = f"nothing was run; only {saved} was written" if saved else "nothing was run or written"
     click.echo(f"{len(plan.pairs)} cases x {runs} run(s); {written} (--dry-run)")
 

@@ -68,6 +68,28 @@ def clip(text: str, limit: int) -> str:
     return f"{text[:limit]}\n… ({len(text) - limit} more characters; see the JSON report)"
 
 
+# A text report's size is bounded per case whatever the agent says: each text is clipped to the
+# reporter's ``max_chars``, and so is the number of runs and turns shown (0 lifts all three).
+MAX_RUN_DETAILS = 5  # runs shown in full per case, the failing ones first
+MAX_TURNS = 20  # turns shown per conversation: the first and the last ten
+
+
+def shown_runs(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The runs of a case a text report shows in full, the failing ones first."""
+    ordered = sorted(records, key=lambda r: r.get("status") == "passed")
+    return ordered if limit <= 0 else ordered[:MAX_RUN_DETAILS]
+
+
+def shown_turns(record: dict[str, Any], limit: int) -> list[dict[str, Any] | str]:
+    """The turns of a dynamic run a text report shows; a note stands for those left out."""
+    turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
+    if limit <= 0 or len(turns) <= MAX_TURNS:
+        return list(turns)
+    half = MAX_TURNS // 2
+    note = f"… {len(turns) - 2 * half} turns left out here; see the JSON report"
+    return [*turns[:half], note, *turns[-half:]]
+
+
 def message_text(message: Any) -> str:
     """A chat message (or a plain turn input) as ``role: text`` lines."""
     if isinstance(message, dict) and "role" in message:
@@ -86,6 +108,12 @@ def input_text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(message_text(m) for m in value)
     return as_text(value)
+
+
+def reason_label(record: dict[str, Any]) -> str:
+    """What a record's ``error`` text is, by its status: ``Skipped`` (the reason), ``Failed``
+    (e.g. max turns exceeded) or ``Error``; a skip reason or a failure is not an error."""
+    return LABELS.get(str(record.get("status")), "Error")
 
 
 def bad_assertions(record: dict[str, Any]) -> list[dict[str, Any]]:
