@@ -2,24 +2,40 @@
 
 Agent text is always printed as ``rich.text.Text`` (never parsed as markup), so an agent that
 answers ``[red]`` or ANSI escapes cannot restyle the console. In parallel runs each case is
-printed whole when it completes; on a terminal a live progress line sits below.
+printed whole when it completes; on a terminal a live progress line sits below. What is
+printed of a result is read from its record, as the stream has it.
+
+The console writes to its own copy of stdout, so a Python agent that closes or replaces
+``sys.stdout`` cannot silence it; when stdout's reader goes away (``specrun ... | head``) it
+stops printing and the run goes on, its stream, reports and exit code unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from typing import Any
+import sys
+from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
 
-from .model import Result, RunInfo, format_duration
+from .model import Result, RunInfo, format_duration, to_json
 from .redact import redact
+from .stability import verdict
 
 RULE = "═" * 63
 THIN = "─" * 63
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"}
+MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
+BANNERS = {
+    "passed": ("✨ {} ✨", "bold green"),
+    "failed": ("❌ {}", "bold red"),
+    "interrupted": ("⚠ {}", "bold yellow"),
+    "incomplete": ("⚠ {}", "bold yellow"),
+}
 
 
 def clean(text: Any, limit: int | None = None) -> str:
@@ -32,24 +48,53 @@ def clean(text: Any, limit: int | None = None) -> str:
     return value
 
 
+def own_stdout() -> IO[str] | None:
+    """A text file on a duplicate of stdout's descriptor: stdout itself when it has no
+    descriptor (a test's capture), None when there is no stdout at all."""
+    out = sys.stdout
+    try:
+        fd = os.dup(out.fileno())
+    except (AttributeError, OSError, ValueError):  # no stdout (``>&-``), or not a real file
+        return out
+    out.flush()  # what was printed before keeps its place
+    return os.fdopen(fd, "w", 1 if out.line_buffering else -1, encoding=out.encoding, errors="replace")
+
+
 class ConsoleReport:
     """Prints the run as it goes; an ``Observer`` of the runner."""
 
     def __init__(self, console: Console | None = None, verbose: bool = False, quiet: bool = False):
-        self.console = console or Console(highlight=False, soft_wrap=False)
+        self.console = console or Console(file=own_stdout(), highlight=False, soft_wrap=False)
         self.verbose = verbose
         self.quiet = quiet
         self.done = 0
         self.total = 0
         self._live: Any = None
         self._plain = not self.console.is_terminal and self.console.color_system is None
+        self._gone = False
         self.output_paths: list[str] = []
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
-        if self._plain:  # a log or a pipe: the same text without rich's layout pass (~0.5 ms a line)
-            self.console.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+        if self._gone:
             return
-        self.console.print(Text.assemble(*parts), markup=False, highlight=False)
+        try:
+            if self._plain:  # a log or a pipe: the same text without rich's layout pass (~0.5 ms a line)
+                self.console.file.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+            else:
+                self.console.print(Text.assemble(*parts), markup=False, highlight=False)
+        except BrokenPipeError:
+            self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """stdout's reader went away: print nothing more, and send what is still buffered for
+        stdout to /dev/null, so that it cannot fail the exit either (as pytest does)."""
+        self._gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for out in (self.console.file, sys.__stdout__):
+            if out is not None:
+                with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
+                    os.dup2(devnull, out.fileno())
+        os.close(devnull)
 
     def start(self, info: RunInfo) -> None:
         self.total = info.total_cases * info.runs
@@ -81,11 +126,11 @@ class ConsoleReport:
         self.done += 1
         if not self.quiet or result.status != "passed":
             self._print_case(result)
-        if self._live is not None:
+        if self._live is not None and not self._gone:
             self._live.update(Text(f"[Progress: {self.done}/{self.total} completed]", style="dim"))
 
     def _print_case(self, result: Result) -> None:
-        case = result.case
+        case, record = result.case, result.record()
         run = f" run {result.run}" if result.run > 1 else ""
         status = result.status.upper()
         duration = format_duration(result.duration_ms / 1000)
@@ -98,26 +143,33 @@ class ConsoleReport:
             (status, STYLE[result.status]),
             f" ({duration})",
         )
-        if result.turns is not None:
-            self._print_turns(result)
-        if result.error:
-            self._line("    ", ("error: ", STYLE.get(result.status, "red")), clean(result.error, 300))
-        for a in result.assertions:
-            if a.status != "passed" or self.verbose:
-                mark = {"passed": "✓", "failed": "✗", "error": "!"}.get(a.status, "?")
-                self._line(
-                    "    ", (f"{mark} {a.type}", STYLE.get(a.status, "")), ": ", clean(a.message or a.status, 300)
-                )
-                if a.status == "failed" and a.expected is not None:
-                    self._line("      expected: ", clean(a.expected, 200))
-                    self._line("      actual:   ", clean(a.actual, 200))
+        if record.get("turns") is not None:
+            self._print_turns(record)
+        if record["error"]:  # labelled with the status: a skip reason is not an error
+            self._line("    ", (f"{result.status}: ", STYLE[result.status]), clean(record["error"], 300))
+        for a in record["assertions"]:
+            if not isinstance(a, dict) or (a.get("status") == "passed" and not self.verbose):
+                continue
+            status = str(a.get("status"))
+            self._line(
+                "    ",
+                (f"{MARKS.get(status, '?')} {a.get('type')}", STYLE.get(status, "")),
+                ": ",
+                clean(a.get("message") or status, 300),
+            )
+            if status == "failed" and a.get("expected") is not None:
+                self._line("      expected: ", clean(a["expected"], 200))
+                self._line("      actual:   ", clean(a.get("actual"), 200))
         if self.verbose and result.response is not None:
-            self._line("    output: ", clean(result.response.text, 500))
+            output = record["output"]
+            text = output if isinstance(output, str) else "" if output is None else to_json(output)
+            self._line("    output: ", clean(text, 500))
 
-    def _print_turns(self, result: Result) -> None:
-        turns = result.turns or []
+    def _print_turns(self, record: dict[str, Any]) -> None:
+        turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
+        checkpoints = [c for c in record.get("checkpoints") or [] if isinstance(c, dict)]
         by_turn: dict[int, list[str]] = {}
-        for c in result.checkpoints or []:
+        for c in checkpoints:
             if c.get("reached_at_turn"):
                 by_turn.setdefault(c["reached_at_turn"], []).append(c["id"])
         for i, turn in enumerate(turns):
@@ -131,11 +183,11 @@ class ConsoleReport:
             )
             for cp in by_turn.get(turn["turn"], []):
                 self._line(f"  {pipe}└─ ", ("✓ checkpoint: ", "green"), clean(cp))
-        reached = sum(1 for c in result.checkpoints or [] if c.get("passed"))
-        self._line(f"     {len(turns)} turns, {reached}/{len(result.checkpoints or [])} checkpoints")
+        reached = sum(1 for c in checkpoints if c.get("passed"))
+        self._line(f"     {len(turns)} turns, {reached}/{len(checkpoints)} checkpoints")
 
     def finish(self, summary: dict[str, Any]) -> None:
-        if self._live is not None:
+        if self._live is not None and not self._gone:
             self._live.stop()
         self._line(THIN)
         self._line(" Summary")
@@ -169,11 +221,11 @@ class ConsoleReport:
             if value is not None:
                 self._line(f"  {label + ':':<11}", clean(value))
         self._line(RULE)
-        bad = (summary.get("failed") or 0) + (summary.get("errors") or 0)
-        if summary.get("interrupted"):
-            self._line(("  ⚠ INTERRUPTED: partial results written", "bold yellow"))
-        elif bad:
-            self._line((f"  ❌ {bad} TEST{'S' if bad > 1 else ''} FAILED", "bold red"))
-        else:
-            self._line(("  ✨ ALL TESTS PASSED ✨", "bold green"))
+        outcome, label = verdict(summary)  # the exit code is read from the same verdict
+        text, style = BANNERS[outcome]
+        self._line(("  " + text.format(label), style))
         self._line(RULE)
+        try:
+            self.console.file.flush()
+        except BrokenPipeError:
+            self._reader_gone()

@@ -126,16 +126,26 @@ class Usage:
         }
 
 
-_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, default=str)
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
 
 
 def to_json(value: Any) -> str:
-    """``value`` as JSON text, non-ASCII kept and unknown objects as ``str``.
+    """``value`` as strict JSON text (no NaN or Infinity), non-ASCII kept, unknown objects as ``str``.
 
     One shared encoder: ``json.dumps`` with any option builds a new encoder per call, which
-    was a tenth of specrun's CPU per case on the result path.
+    was a tenth of specrun's CPU per case on the result path. Raises ``ValueError``,
+    ``TypeError`` or ``RecursionError`` for what JSON cannot hold (NaN, a cycle, a tuple key, a
+    5,000-digit integer, nesting deeper than the interpreter's recursion limit).
     """
     return _JSON_TEXT.encode(value)
+
+
+def json_line(value: Any) -> str:
+    """``to_json(value)``, also checked to be valid UTF-8 (a lone surrogate is not)."""
+    text = to_json(value)
+    if not text.isascii():
+        text.encode("utf-8")  # raises UnicodeEncodeError (a ValueError) for a lone surrogate
+    return text
 
 
 class _Missing:
@@ -398,13 +408,44 @@ class Result:
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    _line: str = field(default="", init=False, repr=False, compare=False)
+
+    def seal(self) -> None:
+        """Make the result final: build its record and strict JSON line, once.
+
+        A part that strict JSON cannot hold (NaN, a cycle, a lone surrogate, a tuple key, a
+        5,000-digit integer, a 100,000-deep dict) is recorded as null, and the result becomes an
+        ``error`` that names it: the bad output fails its own case and never costs the stream
+        (or any other result) a line. The runner seals each result as soon as it is made.
+        """
+        if self._record is not None:
+            return
+        record = self.to_dict()
+        try:
+            self._line = json_line(record)
+        except Exception:  # RecursionError included
+            problems: list[str] = []
+            record = _encodable(record, "", problems, depth=3)
+            shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+            why = f"the result cannot be written as JSON; recorded as null: {shown}"
+            self.status = "error"
+            self.error = f"{record['error']}; {why}" if record.get("error") else why
+            record.update(status=self.status, error=self.error)
+            self._line = json_line(record)
+        self._record = record
 
     def record(self) -> dict[str, Any]:
-        """``to_dict()`` once the result is final: built on first use and kept, because the
-        stream, the aggregator and every observer read the same record."""
-        if self._record is None:
-            self._record = self.to_dict()
+        """The ``result`` record (see ``seal``); the stream, the aggregator and every observer
+        read this same record."""
+        self.seal()
+        assert self._record is not None
         return self._record
+
+    @property
+    def line(self) -> str:
+        """The record as one line of strict JSON (see ``seal``)."""
+        self.seal()
+        return self._line
 
     def to_dict(self) -> dict[str, Any]:
         """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""
@@ -434,6 +475,31 @@ class Result:
         data["file"] = case.location.file
         data["line"] = case.location.line
         return data
+
+
+def _encodable(value: Any, path: str, problems: list[str], depth: int) -> Any:
+    """``value`` with each part that strict JSON cannot hold replaced by None and listed in
+    ``problems``; dicts and lists are searched ``depth`` levels deep for those parts."""
+    try:
+        json_line(value)
+        return value
+    except Exception as exc:
+        failure = exc
+    if depth > 0 and isinstance(value, dict) and _encodes(list(value)):
+        return {k: _encodable(v, f"{path}.{k}" if path else k, problems, depth - 1) for k, v in value.items()}
+    if depth > 0 and isinstance(value, list):
+        return [_encodable(v, f"{path}[{i}]", problems, depth - 1) for i, v in enumerate(value)]
+    message = f"{path or 'value'} ({type(failure).__name__}: {failure}"[:300] + ")"
+    problems.append(message.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return None
+
+
+def _encodes(keys: list[Any]) -> bool:
+    try:
+        json_line(keys)
+    except Exception:
+        return False
+    return all(isinstance(k, str) for k in keys)
 
 
 @dataclass

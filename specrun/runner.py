@@ -15,8 +15,9 @@ import inspect
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from .errors import ReportError, SpecrunError, TargetError
@@ -110,7 +111,7 @@ class Runner:
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
-        self._broken: dict[int, str] = {}  # reporter id -> its first failure
+        self._broken: dict[int, str] = {}  # id of a reporter, observer or hook -> its first failure
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -154,8 +155,9 @@ class Runner:
             if self.models is not None:
                 await self.models.aclose()
         summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
-        self.plugins.hook.run_finished(info=info, summary=summary)
-        failures = list(self._broken.values())
+        hook = self.plugins.hook.run_finished
+        self._guard(hook, "a run_finished hook", lambda: hook(info=info, summary=summary))
+        failures: list[str] = []
         for reporter in self.reporters:
             if id(reporter) in self._broken:
                 continue
@@ -164,13 +166,15 @@ class Runner:
                 if inspect.isawaitable(done):
                     await done
             except Exception as exc:  # one broken reporter must not cost the others (or the results)
-                failures.append(_report_failure(reporter, exc))
+                failures.append(f"{_who(reporter)} failed: {type(exc).__name__}: {exc}")
         for observer in self.observers:
-            observer.finish(summary)
+            self._guard(observer, type(observer).__name__, partial(observer.finish, summary))
+        failures = [*self._broken.values(), *failures]
         if failures:
-            stream_broken = any(r.path == self.stream_path and id(r) in self._broken for r in self.reporters)
-            kept = "" if stream_broken else f"; every result is in {self.stream_path}"
-            raise ReportError("; ".join(failures) + kept)
+            kept = (
+                "the reports say incomplete" if summary.get("incomplete") else f"every result is in {self.stream_path}"
+            )
+            raise ReportError("; ".join(failures) + f"; {kept}")
         return summary
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
@@ -313,6 +317,7 @@ class Runner:
                 failure = f"after hook {case.after} failed: {type(exc).__name__}: {exc}"
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
+        result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise _Cancelled(result)
         return result
@@ -388,34 +393,50 @@ class Runner:
         self.done += 1
         self.aggregator.add(result.record())
         for reporter in self.reporters:
-            if id(reporter) in self._broken:
-                continue
-            try:
-                reporter.add(result)
-            except Exception as exc:  # as in finish: the stream and the other reporters go on
-                self._broken[id(reporter)] = _report_failure(reporter, exc)
-        self.plugins.hook.case_finished(result=result)
+            self._guard(reporter, _who(reporter), partial(reporter.add, result))
+        hook = self.plugins.hook.case_finished
+        self._guard(hook, "a case_finished hook", lambda: hook(result=result))
         for observer in self.observers:
-            observer.case_done(result)
+            self._guard(observer, type(observer).__name__, partial(observer.case_done, result))
         if self._finished is not None:
             self._finished.append(
                 {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
             )
 
+    def _guard(self, owner: object, what: str, step: Callable[[], object]) -> None:
+        """Run one step of a reporter, observer or plugin hook. Its first failure is kept for
+        the end of the run (exit 3) and its later steps are skipped: one broken consumer never
+        costs the stream, the other consumers or the run a result."""
+        if id(owner) in self._broken:
+            return
+        try:
+            step()
+        except Exception as exc:
+            self._broken[id(owner)] = f"{what} failed: {type(exc).__name__}: {exc}"
+
     def _summary(self, scheduled: int, duration_ms: float) -> dict[str, Any]:
-        """Per-case verdicts (a case's runs judged together, under any pass-rate gate)."""
+        """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
+
+        ``incomplete`` says why the stream lacks results, when it does: the whole-file reports
+        are built from the stream, and say so instead of looking complete.
+        """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        return {"type": "summary", **summary, "not_run": scheduled - self.done}
+        summary = {"type": "summary", **summary, "not_run": scheduled - self.done}
+        stream = next((r for r in self.reporters if r.path == self.stream_path and id(r) in self._broken), None)
+        if stream is not None:
+            summary["incomplete"] = self._broken[id(stream)]
+        return summary
 
     def exit_code(self, summary: dict[str, Any]) -> int:
-        """0 all passed, 1 a case failed or errored, 130/143 interrupted."""
+        """0 all passed, 1 a case failed or errored, 3 results could not be written, 130/143
+        interrupted (see ``stability.verdict``)."""
         if self.interrupted:
             return INTERRUPT_EXIT.get(self.interrupted, 130)
         return exit_code(summary)
 
 
-def _report_failure(reporter: Reporter, exc: Exception) -> str:
-    return f"{reporter.name} reporter ({reporter.path}) failed: {type(exc).__name__}: {exc}"
+def _who(reporter: Reporter) -> str:
+    return f"{reporter.name} reporter ({reporter.path})"
 
 
 class _HookFailed(Exception):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .model import to_json
 
 STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
@@ -48,7 +49,10 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
-    return _CANONICAL.encode(value)
+    try:
+        return _CANONICAL.encode(value)
+    except TypeError:  # keys of mixed types (1 and "a") cannot be sorted: compare them as JSON has them
+        return _CANONICAL.encode(json.loads(to_json(value)))
 
 
 def normalize_output(value: Any) -> str:
@@ -188,11 +192,14 @@ class CaseStats:
 
     @property
     def status(self) -> str:
-        """The verdict: every run passed, or the pass rate meets the gate when there is one."""
+        """The verdict: every run passed, or the pass rate meets the gate when there is one.
+
+        A case none of whose runs passed never passes, whatever gate a suite or a stream says.
+        """
         if not self.runs:
             return "skipped"
         if self.min_pass_rate is not None:
-            ok = (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
+            ok = self.passed > 0 and (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
         else:
             ok = self.stable
         if ok:
@@ -356,9 +363,42 @@ def case_stats(records: Iterable[dict[str, Any]], min_pass_rate: float | None = 
     return cases[0].to_dict()
 
 
+EXIT_CODES = {"passed": 0, "failed": 1, "incomplete": 3, "interrupted": 130}
+
+
+def verdict(summary: dict[str, Any]) -> tuple[str, str]:
+    """The run's outcome and its one-line label, from the summary's case verdicts.
+
+    The outcome is ``interrupted``, ``incomplete`` (results could not be written), ``failed``
+    (a case failed or errored) or ``passed``. The console's banner and the exit code are both
+    read from here, so they cannot disagree with each other or with the case counts.
+    """
+    failed, errors = summary.get("failed") or 0, summary.get("errors") or 0
+    passed, skipped = summary.get("passed") or 0, summary.get("skipped") or 0
+    counts = [f"{failed} FAILED" * bool(failed), f"{errors} ERROR{'S' * (errors > 1)}" * bool(errors)]
+    counts += [f"{passed} PASSED" * bool(passed), f"{skipped} SKIPPED" * bool(skipped)]
+    label = ", ".join(c for c in counts if c)
+    if summary.get("interrupted"):
+        return "interrupted", "INTERRUPTED: partial results written"
+    if summary.get("incomplete"):
+        return "incomplete", f"INCOMPLETE: not every result could be written ({label})"
+    if failed or errors:
+        return "failed", label
+    if not passed:
+        return "passed", f"NO TESTS RAN ({label or 'no cases'})"
+    if not skipped:
+        label = "ALL TESTS PASSED"
+    bad_runs = (summary.get("runs_failed") or 0) + (summary.get("runs_errors") or 0)
+    if bad_runs:  # cases passed by a pass-rate gate: their failing run lines were printed above
+        total = summary.get("total_runs") or 0
+        label += f" ({bad_runs} of {total} runs failed or errored, within min_pass_rate)"
+    return "passed", label
+
+
 def exit_code(summary: dict[str, Any]) -> int:
-    """0 when no case failed or errored, else 1."""
-    return 1 if summary.get("failed") or summary.get("errors") else 0
+    """The exit code of ``verdict``: 0 passed, 1 a case failed or errored, 3 results could not
+    be written, 130 interrupted (the runner says 143 after SIGTERM)."""
+    return EXIT_CODES[verdict(summary)[0]]
 
 
 # -- reading a result stream ------------------------------------------------------------------

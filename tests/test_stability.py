@@ -181,7 +181,8 @@ def test_summary_usage_and_gate():
     agg.add(rec("A", 1, usage=usage))
     agg.add(rec("A", 2, status="failed", usage={**usage, "cost": None}))
     s = agg.summary(interrupted=True)
-    assert s["passed"] == 1 and exit_code(s) == 0
+    assert s["passed"] == 1 and exit_code(s) == 130  # the gate passed the case; the run was cut short
+    assert exit_code({**s, "interrupted": False}) == 0
     assert s["usage"] == {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30, "cost": 0.001}
     assert s["interrupted"] is True and s["min_pass_rate"] == 50
     assert s["duration_ms"] == 200.0  # the sum of run durations when no wall time is given

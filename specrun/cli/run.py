@@ -37,7 +37,9 @@ import click
     "--runs", type=click.IntRange(min=1), default=1, show_default=True, help="Run every case N times (stability)."
 )
 @click.option(
-    "--min-pass-rate", type=click.FloatRange(0, 100), help="With --runs: a case passes when this % of its runs pass."
+    "--min-pass-rate",
+    type=click.FloatRange(0, 100, min_open=True),
+    help="With --runs: a case passes when this % of its runs pass (more than 0).",
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
@@ -245,7 +247,9 @@ def _print_direct(stream: Path) -> None:
         record = json.loads(line)
         if record.get("type") == "result":
             output = record.get("output")
-            click.echo(output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2))
+            click.echo(
+                output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+            )
 
 
 def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
@@ -260,8 +264,11 @@ def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
         else:
             detail = f"standard agent={agent.id} assertions={', '.join(a.type for a in case.assertions) or '-'}"
         click.echo(f"{case.location}  [{clean(case.id)}] {detail}")
-        if case.input:
-            click.echo(f"    input: {clean(case.title, 100)}")
+        if case.name:
+            click.echo(f"    name: {clean(case.name, 100)}")
+        for message in case.input:  # the input itself, never the name that titles the case
+            role = "" if message.role == "user" else f" ({message.role})"
+            click.echo(f"    input{role}: {clean(message.text, 100)}")
     written = f"nothing was run; only {saved} was written" if saved else "nothing was run or written"
     click.echo(f"{len(plan.pairs)} cases x {runs} run(s); {written} (--dry-run)")
 

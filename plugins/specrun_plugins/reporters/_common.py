@@ -58,7 +58,7 @@ def as_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return visible(value)
-    return visible(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    return visible(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=str))
 
 
 def clip(text: str, limit: int) -> str:
@@ -66,6 +66,28 @@ def clip(text: str, limit: int) -> str:
     if limit <= 0 or len(text) <= limit:
         return text
     return f"{text[:limit]}\n… ({len(text) - limit} more characters; see the JSON report)"
+
+
+# A text report's size is bounded per case whatever the agent says: each text is clipped to the
+# reporter's ``max_chars``, and so is the number of runs and turns shown (0 lifts all three).
+MAX_RUN_DETAILS = 5  # runs shown in full per case, the failing ones first
+MAX_TURNS = 20  # turns shown per conversation: the first and the last ten
+
+
+def shown_runs(records: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The runs of a case a text report shows in full, the failing ones first."""
+    ordered = sorted(records, key=lambda r: r.get("status") == "passed")
+    return ordered if limit <= 0 else ordered[:MAX_RUN_DETAILS]
+
+
+def shown_turns(record: dict[str, Any], limit: int) -> list[dict[str, Any] | str]:
+    """The turns of a dynamic run a text report shows; a note stands for those left out."""
+    turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
+    if limit <= 0 or len(turns) <= MAX_TURNS:
+        return list(turns)
+    half = MAX_TURNS // 2
+    note = f"… {len(turns) - 2 * half} turns left out here; see the JSON report"
+    return [*turns[:half], note, *turns[-half:]]
 
 
 def message_text(message: Any) -> str:
@@ -86,6 +108,12 @@ def input_text(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(message_text(m) for m in value)
     return as_text(value)
+
+
+def reason_label(record: dict[str, Any]) -> str:
+    """What a record's ``error`` text is, by its status: ``Skipped`` (the reason), ``Failed``
+    (e.g. max turns exceeded) or ``Error``; a skip reason or a failure is not an error."""
+    return LABELS.get(str(record.get("status")), "Error")
 
 
 def bad_assertions(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,6 +147,19 @@ class Report:
     def interrupted(self) -> bool:
         return bool(self.summary.get("interrupted"))
 
+    @property
+    def incomplete(self) -> str | None:
+        """Why the stream lacks results (it could not be written), when it does."""
+        return self.summary.get("incomplete") or None
+
+    def incomplete_note(self) -> str:
+        """What a report that is ``incomplete`` says at its top."""
+        listed = sum(c.runs + c.skipped for c in self.cases)
+        return (
+            f"not every result could be written to the result stream ({self.incomplete}). The counts "
+            f"are the run's, of {self.summary.get('total_runs')} results; only the {listed} written are listed."
+        )
+
     def records(self, case: CaseStats) -> list[dict[str, Any]]:
         """The result records of one case, in run order (read from the stream file now)."""
         return list(self.stream.records(case))
@@ -141,6 +182,7 @@ class Report:
             "parallel": info.get("parallel"),
             "timeout_s": info.get("timeout_s"),
             "interrupted": self.interrupted,
+            "incomplete": self.incomplete,
             "version": __version__,
         }
         return data
@@ -154,15 +196,21 @@ class Report:
 
 # What only the runner knows; every count and rate is recomputed from the stream instead, so
 # a report is right whatever the caller counted (runs or cases).
-_RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate")
+_RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate", "incomplete")
 
 
 def load(summary: dict[str, Any], results_path: Path) -> Report:
-    """Scan the streamed results; statistics come from the stream, run facts from ``summary``."""
+    """Scan the streamed results; statistics come from the stream, run facts from ``summary``.
+
+    When the stream lacks results (``summary["incomplete"]``), the counts are the runner's: a
+    stream cut short by a full disk must not make a red run look green.
+    """
     stream = scan(Path(results_path), summary.get("min_pass_rate"))
     merged = stream.aggregator.summary()
     for source in (stream.summary or {}, summary):
         merged.update({k: v for k, v in source.items() if k in _RUNNER_KEYS or k not in merged})
+    if summary.get("incomplete"):
+        merged.update(summary)
     merged.pop("type", None)
     cases = stream.aggregator.cases()
     multi = int(merged.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in cases)

@@ -36,7 +36,7 @@ class AgentReporter(Reporter):
             "options": {"verbose": bool(self.options.get("verbose")), "include_outputs": True},
         }
         context = Context(case_id="report", metadata={"test_mode": "reporter", "format": payload["format"]})
-        message = Message("user", json.dumps(payload, ensure_ascii=False))
+        message = Message("user", json.dumps(payload, ensure_ascii=False, allow_nan=False))
         try:
             response = await self.options["call_agent"](agent_id, [message], context)
         except SpecrunError:

@@ -27,6 +27,9 @@ from ._common import (
     fmt_ms,
     input_text,
     pct,
+    reason_label,
+    shown_runs,
+    shown_turns,
 )
 
 MAX_CHARS = 50_000  # per text block; the JSON report has everything
@@ -190,7 +193,7 @@ def _assertions(record: dict[str, Any], limit: int) -> str:
         actual = _pre(a["actual"], limit) if "actual" in a else ""
         rows.append(
             f"<tr><td>{ICONS.get(status, '')} {e(status)}</td><td>{e(a.get('type'))}</td>"
-            f"<td>{e(a.get('message'))}</td><td>{expected}</td><td>{actual}</td></tr>"
+            f"<td>{e(clip(str(a.get('message') or ''), limit))}</td><td>{expected}</td><td>{actual}</td></tr>"
         )
     table = "<table><tr><th>Status</th><th>Type</th><th>Message</th><th>Expected</th><th>Actual</th></tr>"
     open_ = any(a.get("status") != "passed" for a in items)
@@ -202,9 +205,11 @@ def _turns(record: dict[str, Any], limit: int) -> str:
     if not turns:
         return ""
     rows = "".join(
-        f"<tr><td>{e(t.get('turn'))}</td><td>{_pre(input_text(t.get('input')), limit)}</td>"
+        f'<tr><td colspan="3" class="meta">{e(t)}</td></tr>'
+        if isinstance(t, str)
+        else f"<tr><td>{e(t.get('turn'))}</td><td>{_pre(input_text(t.get('input')), limit)}</td>"
         f"<td>{_pre(t.get('output'), limit)}</td></tr>"
-        for t in turns
+        for t in shown_turns(record, limit)
     )
     body = f"<table><tr><th>Turn</th><th>User</th><th>Agent</th></tr>{rows}</table>"
     checkpoints = record.get("checkpoints") or []
@@ -222,7 +227,7 @@ def _turns(record: dict[str, Any], limit: int) -> str:
 def _run_body(record: dict[str, Any], limit: int) -> str:
     parts = []
     if record.get("error"):
-        label = "Reason" if record.get("status") == "skipped" else "Error"
+        label = reason_label(record)
         parts.append(_part(label, _pre(record["error"], limit), True))
     if record.get("turns"):
         parts.append(_turns(record, limit))
@@ -259,10 +264,12 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
         stats += [("Max", fmt_ms(d["max_duration_ms"])), ("Std dev", fmt_ms(d["std_deviation_ms"]))]
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in stats)
         parts.append(f"<table>{rows}</table>")
+        shown = {id(r) for r in shown_runs(records, limit)}
         for r in records:
             status = str(r.get("status"))
             title = f"Run {r.get('run', '?')}: {status} ({fmt_ms(r.get('duration_ms'))})"
-            parts.append(_part(title, _run_body(r, limit), status != "passed"))
+            body = _run_body(r, limit) if id(r) in shown else '<p class="meta">Details in the JSON report.</p>'
+            parts.append(_part(title, body, status != "passed" and id(r) in shown))
     return (
         f'<details class="case s-{e(case.status)}" id="case-{index}" data-status="{e(case.status)}">'
         f'{head}<div class="body">{"".join(parts)}</div></details>\n'
@@ -285,6 +292,9 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
             '<div class="banner" id="interrupted"><strong>Interrupted</strong>: the run was cut short; '
             f"this report covers the {e(report.summary.get('total_runs'))} results recorded before it stopped.</div>\n"
         )
+    if report.incomplete:
+        note = e(report.incomplete_note())
+        out.write(f'<div class="banner" id="incomplete"><strong>Incomplete</strong>: {note}</div>\n')
     out.write(_cards(report) + "\n")
     env = report.environment
     if env:

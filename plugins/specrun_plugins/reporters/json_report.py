@@ -19,7 +19,7 @@ _CASE_FIELDS = ("id", "name", "input", "expected", "file", "line", "tags", "min_
 
 
 def _dump(value: Any, level: int) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=str)
     return text.replace("\n", "\n" + "  " * level)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from specrun.kinds import Reporter
-from specrun.model import Result, RunInfo, to_json
+from specrun.model import Result, RunInfo, json_line
 from specrun.redact import redact
 
 
@@ -23,20 +23,20 @@ class JsonlReporter(Reporter):
         super().__init__(path, options)
         self._file: IO[str] | None = None
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, line: str) -> None:
         assert self._file is not None
-        self._file.write(redact(to_json(record)) + "\n")
+        self._file.write(redact(line) + "\n")
         self._file.flush()
 
     def start(self, info: RunInfo) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("w", encoding="utf-8")
-        self._write({"type": "start", "specrun_report": "jsonl", **info.to_dict()})
+        self._write(json_line({"type": "start", "specrun_report": "jsonl", **info.to_dict()}))
 
     def add(self, result: Result) -> None:
-        self._write(result.record())
+        self._write(result.line)  # sealed: strict JSON, its encoding failures already the case's error
 
     def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        self._write(summary)
+        self._write(json_line(summary))
         assert self._file is not None
         self._file.close()

@@ -19,7 +19,16 @@ from xml.sax.saxutils import quoteattr
 
 from specrun.stability import CaseStats
 
-from ._common import Report, WholeFileReporter, as_text, bad_assertions, clip, input_text
+from ._common import (
+    Report,
+    WholeFileReporter,
+    as_text,
+    bad_assertions,
+    clip,
+    input_text,
+    reason_label,
+    shown_turns,
+)
 
 MAX_CHARS = 20_000
 _COUNTS = {"failures": "failed", "errors": "error", "skipped": "skipped"}
@@ -43,7 +52,7 @@ def _open_tag(tag: str, attrs: dict[str, Any]) -> str:
 def _run_lines(record: dict[str, Any], limit: int) -> list[str]:
     lines = []
     if record.get("error"):
-        lines.append(f"error: {record['error']}")
+        lines.append(f"{reason_label(record).lower()}: {clip(str(record['error']), limit)}")
     for a in bad_assertions(record):
         lines.append(f"assertion {a.get('type')} {a.get('status')}: {a.get('message', '')}")
         for key in ("expected", "actual"):
@@ -100,17 +109,19 @@ def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
         if multi:
             out.append(f"--- run {r.get('run', 1)}: {r.get('status')} ({r.get('duration_ms', 0)}ms)")
         if r.get("input") is not None and (r is records[0]):
-            out.append(f"input:\n{input_text(r['input'])}")
-        for t in r.get("turns") or []:
-            if isinstance(t, dict):
-                out.append(f"turn {t.get('turn')} user: {input_text(t.get('input'))}")
-                out.append(f"turn {t.get('turn')} agent: {as_text(t.get('output'))}")
+            out.append(f"input:\n{clip(input_text(r['input']), limit)}")
+        for t in shown_turns(r, limit):
+            if isinstance(t, str):
+                out.append(t)
+            else:
+                out.append(f"turn {t.get('turn')} user: {clip(input_text(t.get('input')), limit)}")
+                out.append(f"turn {t.get('turn')} agent: {clip(as_text(t.get('output')), limit)}")
         if not r.get("turns"):
             out.append(f"output:\n{clip(as_text(r.get('output')), limit)}")
         if multi:
             out += _run_lines(r, limit)
-    if out:
-        ET.SubElement(el, "system-out").text = xml_text("\n".join(out))
+    if out:  # every run is listed, within the same bound as the failure's text
+        ET.SubElement(el, "system-out").text = xml_text("\n".join(out), limit * 5)
     return el
 
 
@@ -121,8 +132,15 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     cases = report.cases
     total_ms = sum(c.total_ms for c in cases)
     counts = {k: sum(c.status == v for c in cases) for k, v in _COUNTS.items()}
-    out.write(_open_tag("testsuites", {"name": "specrun", "tests": len(cases), **counts, "time": _seconds(total_ms)}))
-    out.write("\n")
+    missing = bool(report.incomplete)  # one more test, in error: CI must not show the rest as green
+    counts["errors"] += missing
+    attrs = {"name": "specrun", "tests": len(cases) + missing, **counts, "time": _seconds(total_ms)}
+    out.write(_open_tag("testsuites", attrs) + "\n")
+    if report.incomplete:
+        out.write('  <testsuite name="specrun" tests="1" failures="0" errors="1" skipped="0" time="0.000">\n')
+        el = ET.Element("testcase", {"classname": "specrun", "name": "incomplete report", "time": "0.000"})
+        ET.SubElement(el, "error", {"message": xml_text(report.incomplete_note(), 1000), "type": "Incomplete"})
+        out.write("    " + ET.tostring(el, encoding="unicode") + "\n  </testsuite>\n")
     for file, group in groupby(cases, key=lambda c: c.file):
         members = list(group)
         counts = {k: sum(c.status == v for c in members) for k, v in _COUNTS.items()}

@@ -24,10 +24,12 @@ from ._common import (
     fmt_ms,
     input_text,
     pct,
+    reason_label,
+    shown_runs,
+    shown_turns,
 )
 
 MAX_CHARS = 20_000  # per block; the JSON report has everything
-MAX_RUN_DETAILS = 5  # runs shown in full per case (the failing ones first)
 
 
 def _table(rows: list[tuple[str, Any]], head: tuple[str, str]) -> list[str]:
@@ -95,10 +97,11 @@ def _turns(record: dict[str, Any], limit: int) -> list[str]:
     if not turns:
         return []
     lines = [f"**Conversation ({len(turns)} turns):**", ""]
-    for t in turns:
-        n = t.get("turn", "?") if isinstance(t, dict) else "?"
-        if not isinstance(t, dict):
+    for t in shown_turns(record, limit):
+        if isinstance(t, str):
+            lines += [f"_{md_text(t)}_", ""]
             continue
+        n = t.get("turn", "?")
         lines += _block(f"Turn {md_text(n)} · user", input_text(t.get("input")), limit)
         lines += _block(f"Turn {md_text(n)} · agent", t.get("output"), limit)
     checkpoints = record.get("checkpoints") or []
@@ -114,7 +117,7 @@ def _turns(record: dict[str, Any], limit: int) -> list[str]:
 def _run_body(record: dict[str, Any], limit: int) -> list[str]:
     lines: list[str] = []
     if record.get("error"):
-        label = "Reason" if record.get("status") == "skipped" else "Error"
+        label = reason_label(record)
         lines += _block(label, str(record["error"]), limit)
     lines += _turns(record, limit)
     if not record.get("turns") and record.get("output") is not None:
@@ -157,7 +160,7 @@ def case_section(report: Report, case: CaseStats, limit: int) -> list[str]:
             f"| {fmt_ms(r.get('duration_ms'))} | {reason} |"
         )
     lines.append("")
-    shown = sorted(records, key=lambda r: r.get("status") == "passed")[:MAX_RUN_DETAILS]
+    shown = shown_runs(records, limit)
     for r in shown:
         lines += [f"#### Run {md_text(r.get('run', '?'))}: {md_text(r.get('status'))}", ""]
         lines += _run_body(r, limit)
@@ -180,6 +183,8 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
             "results recorded before it stopped.",
             "",
         ]
+    if report.incomplete:
+        lines += [f"> ⚠️ **Incomplete**: {md_text(report.incomplete_note())}", ""]
     lines += ["## Summary", "", *_table(summary_rows(report), ("Metric", "Value"))]
     env = report.environment
     if env:
