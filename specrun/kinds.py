@@ -7,11 +7,13 @@ matching hook in :mod:`specrun.hookspecs`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .errors import EvaluationError
 from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
 
 
@@ -37,6 +39,19 @@ class Verdict:
     actual: Any = None
     score: float | None = None
     details: dict[str, Any] | None = None
+
+
+def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
+    """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
+    or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
+    number (not a boolean) or None. A verdict is never guessed from a truthy value."""
+    if not isinstance(passed, bool):
+        raise EvaluationError(f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    ):
+        raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
+    return passed, score
 
 
 @dataclass
@@ -235,4 +250,5 @@ __all__ = [
     "Suite",
     "Target",
     "Verdict",
+    "checked_verdict",
 ]
