@@ -84,6 +84,12 @@ class AssertionType(Plugin):
         config (``specrun.yaml``) tell before the run: the run preloads litellm when one will."""
         return cls.needs_model
 
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        """Whether this assertion checks the case's ``expected`` (``match`` without its own, ``script``):
+        a case whose ``expected`` no assertion reads is rejected, never silently unchecked."""
+        return False
+
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         raise NotImplementedError
 

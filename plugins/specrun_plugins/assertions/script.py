@@ -79,6 +79,10 @@ class Script(AssertionType):
         },
     }
 
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        return True  # the function receives it
+
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         given = [k for k in ("script", "use") if k in assertion.params]
         if len(given) != 1:
