@@ -69,10 +69,13 @@ class AssertionType(Plugin):
     """An assertion type. ``evaluate`` returns a ``Verdict`` or raises ``EvaluationError``.
 
     ``problems`` finds mistakes that a schema cannot (a bad regex) before anything runs;
-    ``data_only`` is False for types that run code or read files, which generated cases may not use.
+    ``data_only`` is False for types that run code or read files, which generated cases may not use;
+    ``agent_params`` names the parameters that name a project agent the type calls (``use``):
+    generated cases may name only the agents ``specrun.yaml`` allows there.
     """
 
     data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
@@ -205,7 +208,15 @@ class SimulatorState:
 
 
 class Simulator(Plugin):
-    """A simulated user for dynamic cases; built once per case from the case's ``simulator``."""
+    """A simulated user for dynamic cases; built once per case from the case's ``simulator``.
+
+    As for assertion types, ``data_only`` is False for simulators that run code or read files
+    (generated cases may not use them), and ``agent_params`` names the parameters that name a
+    project agent it calls (generated cases may name only the agents ``specrun.yaml`` allows).
+    """
+
+    data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         self.config = config

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from .case_rules import as_list, assertions_of, to_assertion, unread_fields
+from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
 from .documents import SUITE_EXTENSIONS, Document, DocumentError, Record, parse
 from .errors import Problem, SuiteError
 from .kinds import AssertionType
@@ -163,10 +163,12 @@ def _value_at(instance: Any, path: list[Any]) -> Any:
 
 
 class Loader:
-    """Validates suite data against the schema composed from ``registry`` and builds suites."""
+    """Validates suite data against the schema composed from ``registry`` and builds suites;
+    generated case data is held to ``limits`` (the run's)."""
 
-    def __init__(self, registry: Registry):
+    def __init__(self, registry: Registry, limits: GeneratedLimits | None = None):
         self.registry = registry
+        self.limits = limits or GeneratedLimits()
         self.schema = compose(registry)
         self._suite = jsonschema_rs.Draft202012Validator(self.schema)
         self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
@@ -298,14 +300,11 @@ class Loader:
             for key in ("before", "after", "target"):
                 if key in case:
                     yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
+            yield from generated_problems(case, self.registry, self.limits)
         for path, assertion in assertions_of(case):
             cls = self.registry.get("assertion", assertion["type"])
-            if generated and not cls.data_only:
-                why = f"may not use a {assertion['type']!r} assertion (it runs code)"
-                yield path, f"generated case {case['id']!r} {why}"
-                continue
-            if cls.problems is AssertionType.problems:
-                continue  # the type checks nothing beyond its schema
+            if (generated and not cls.data_only) or cls.problems is AssertionType.problems:
+                continue  # refused above, or the type checks nothing beyond its schema
             for field, message in cls().problems(to_assertion(assertion), base_dir):
                 yield [*path, field], message
         for path, part in _file_parts(case.get("input")):
