@@ -7,11 +7,13 @@ matching hook in :mod:`specrun.hookspecs`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .errors import EvaluationError
 from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
 
 
@@ -39,6 +41,19 @@ class Verdict:
     details: dict[str, Any] | None = None
 
 
+def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
+    """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
+    or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
+    number (not a boolean) or None. A verdict is never guessed from a truthy value."""
+    if not isinstance(passed, bool):
+        raise EvaluationError(f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    ):
+        raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
+    return passed, score
+
+
 @dataclass
 class Check:
     """What an assertion sees: the response, the case, the context and the run's services."""
@@ -54,10 +69,13 @@ class AssertionType(Plugin):
     """An assertion type. ``evaluate`` returns a ``Verdict`` or raises ``EvaluationError``.
 
     ``problems`` finds mistakes that a schema cannot (a bad regex) before anything runs;
-    ``data_only`` is False for types that run code or read files, which generated cases may not use.
+    ``data_only`` is False for types that run code or read files, which generated cases may not use;
+    ``agent_params`` names the parameters that name a project agent the type calls (``use``):
+    generated cases may name only the agents ``specrun.yaml`` allows there.
     """
 
     data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
@@ -68,6 +86,12 @@ class AssertionType(Plugin):
         """Whether this assertion will call a model, as far as its parameters and the project
         config (``specrun.yaml``) tell before the run: the run preloads litellm when one will."""
         return cls.needs_model
+
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        """Whether this assertion checks the case's ``expected`` (``match`` without its own, ``script``):
+        a case whose ``expected`` no assertion reads is rejected, never silently unchecked."""
+        return False
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         raise NotImplementedError
@@ -184,7 +208,15 @@ class SimulatorState:
 
 
 class Simulator(Plugin):
-    """A simulated user for dynamic cases; built once per case from the case's ``simulator``."""
+    """A simulated user for dynamic cases; built once per case from the case's ``simulator``.
+
+    As for assertion types, ``data_only`` is False for simulators that run code or read files
+    (generated cases may not use them), and ``agent_params`` names the parameters that name a
+    project agent it calls (generated cases may name only the agents ``specrun.yaml`` allows).
+    """
+
+    data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         self.config = config
@@ -235,4 +267,5 @@ __all__ = [
     "Suite",
     "Target",
     "Verdict",
+    "checked_verdict",
 ]

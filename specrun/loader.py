@@ -17,6 +17,7 @@ from typing import Any
 
 import jsonschema_rs
 
+from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
 from .documents import SUITE_EXTENSIONS, Document, DocumentError, Record, parse
 from .errors import Problem, SuiteError
 from .kinds import AssertionType
@@ -162,10 +163,12 @@ def _value_at(instance: Any, path: list[Any]) -> Any:
 
 
 class Loader:
-    """Validates suite data against the schema composed from ``registry`` and builds suites."""
+    """Validates suite data against the schema composed from ``registry`` and builds suites;
+    generated case data is held to ``limits`` (the run's)."""
 
-    def __init__(self, registry: Registry):
+    def __init__(self, registry: Registry, limits: GeneratedLimits | None = None):
         self.registry = registry
+        self.limits = limits or GeneratedLimits()
         self.schema = compose(registry)
         self._suite = jsonschema_rs.Draft202012Validator(self.schema)
         self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
@@ -258,6 +261,7 @@ class Loader:
             for path, message in self._case_problems(defaults, suite.base_dir, generated):
                 report(doc.top, [], ["defaults", *path], message)
         seen: dict[str, int] = {}
+        inherited_unread: set[str] = set()
         base_dir = suite.base_dir
         for i, record in enumerate(doc.cases):
             if not isinstance(record.data, dict):
@@ -272,6 +276,14 @@ class Loader:
                 seen[case_id] = record.line
             if i not in bad_cases:
                 found.extend(self._case_problems(record.data, base_dir, generated))
+                usable = {} if bad_defaults else defaults
+                merged = merge_defaults(usable, record.data)
+                for inherited, path, message in unread_fields(record.data, usable, merged, self.registry):
+                    if not inherited:
+                        found.append((path, message))
+                    elif doc.top is not None and path[0] not in inherited_unread:  # once, at the first case
+                        inherited_unread.add(path[0])
+                        report(doc.top, [], ["defaults", *path], message)
             for path, message in found:
                 report(record, prefix, path, message)
             if not found and not problems:
@@ -288,15 +300,12 @@ class Loader:
             for key in ("before", "after", "target"):
                 if key in case:
                     yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
-        for path, assertion in _assertions_of(case):
+            yield from generated_problems(case, self.registry, self.limits)
+        for path, assertion in assertions_of(case):
             cls = self.registry.get("assertion", assertion["type"])
-            if generated and not cls.data_only:
-                why = f"may not use a {assertion['type']!r} assertion (it runs code)"
-                yield path, f"generated case {case['id']!r} {why}"
-                continue
-            if cls.problems is AssertionType.problems:
-                continue  # the type checks nothing beyond its schema
-            for field, message in cls().problems(_assertion(assertion), base_dir):
+            if (generated and not cls.data_only) or cls.problems is AssertionType.problems:
+                continue  # refused above, or the type checks nothing beyond its schema
+            for field, message in cls().problems(to_assertion(assertion), base_dir):
                 yield [*path, field], message
         for path, part in _file_parts(case.get("input")):
             if generated:
@@ -313,14 +322,16 @@ class Loader:
         raw_assertions = data.get("assertions", data.get("assert"))
         if isinstance(raw_assertions, dict):
             raw_assertions = [raw_assertions]
-        assertions = [_assertion(a) for a in raw_assertions or []]
+        assertions = [to_assertion(a) for a in raw_assertions or []]
         expected = data.get("expected", MISSING)
-        if not assertions and expected is not MISSING and "checkpoints" not in data:
-            assertions = [Assertion("equals", {"value": expected})]
+        own = record.data.get("assertions", record.data.get("assert"))
+        if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
+            # `expected` is the case's own check; the defaults' assertions come in addition, first
+            assertions.append(Assertion("equals", {"value": expected}))
         checkpoints = [
             Checkpoint(
                 id=c["id"],
-                assertion=_assertion(c["assertion"]),
+                assertion=to_assertion(c["assertion"]),
                 description=c.get("description"),
                 after=list(c.get("after") or []),
                 required=c.get("required", True),
@@ -367,7 +378,6 @@ def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, 
     inherited = defaults.get("assertions", defaults.get("assert"))
     if inherited:
         own = case.get("assertions", case.get("assert")) or []
-        as_list = lambda v: [v] if isinstance(v, dict) else list(v)  # noqa: E731
         merged.pop("assert", None)
         merged["assertions"] = as_list(inherited) + as_list(own)
     return merged
@@ -380,23 +390,6 @@ def _duration_problem(value: Any) -> str | None:
     except (ValueError, TypeError, AttributeError) as exc:
         return str(exc) if isinstance(exc, ValueError) else f"invalid duration {value!r}"
     return None if seconds > 0 else f"a timeout must be more than 0, not {value!r}"
-
-
-def _assertion(data: dict[str, Any]) -> Assertion:
-    params = {k: v for k, v in data.items() if k not in ("type", "negate", "message")}
-    return Assertion(data["type"], params, bool(data.get("negate", False)), data.get("message"))
-
-
-def _assertions_of(case: dict[str, Any]) -> Iterator[tuple[list[Any], dict[str, Any]]]:
-    for key in ("assertions", "assert"):
-        value = case.get(key)
-        if isinstance(value, dict):
-            yield [key], value
-        elif isinstance(value, list):
-            for i, a in enumerate(value):
-                yield [key, i], a
-    for i, c in enumerate(case.get("checkpoints") or []):
-        yield ["checkpoints", i, "assertion"], c["assertion"]
 
 
 def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:

@@ -28,7 +28,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import TargetError
+from .errors import EvaluationError, TargetError
+from .kinds import checked_verdict
 from .model import Context, Message, Response, as_response
 from .testing_config import Evaluator, Mode, TestConfig, alternatives, load_config, load_evaluator
 
@@ -90,9 +91,14 @@ async def evaluate(
         raise TypeError(
             f"evaluator {type(judge).__name__} must return (passed, score, reason), not {verdict!r}"
         ) from None
+    # the script assertion's rule: a truthy "no" or a 1 is no verdict, and neither is a missing score
+    who = f"evaluator {type(judge).__name__}"
+    passed, checked = checked_verdict(passed, score, who)
+    if checked is None:
+        raise EvaluationError(f"{who} returned a non-numeric score None")
     if not passed:
-        raise AssertionError(_describe_failure(text, wanted, chosen_mode, chosen_threshold, float(score), str(reason)))
-    return bool(passed), float(score), str(reason)
+        raise AssertionError(_describe_failure(text, wanted, chosen_mode, chosen_threshold, checked, str(reason)))
+    return passed, float(checked), str(reason)
 
 
 def _script(token: str, caller_dir: Path | None) -> str:

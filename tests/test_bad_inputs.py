@@ -133,6 +133,28 @@ EXPECTED: dict[str, list[Expect]] = {
     "duplicate_checkpoint_id.yaml": [
         E(5, 11, "duplicate checkpoint id 'greeted'", "cases[0].checkpoints[1].id")
     ],
+    # -- fields nothing would read (no silent pass) --------------------------------------------
+    "expected_not_checked.yaml": [
+        E(3, 13, "'expected' would never be checked: case 'capital' has assertions of its own, and none of"
+          " them reads it", "cases[0].expected")
+    ],
+    "defaults_expected_not_checked.yaml": [
+        E(2, 13, "'expected' would never be checked: case 'capital' has assertions of its own",
+          "defaults.expected")
+    ],
+    "dynamic_case_expected.yaml": [
+        E(2, 13, "'expected' would never be checked: case 'books' is dynamic, and none of its checkpoints"
+          " reads it", "cases[0].expected")
+    ],
+    "dynamic_case_assertions.yaml": [
+        E(7, 5, "'assertions' would never be checked: case 'books' is dynamic", "cases[0].assertions")
+    ],
+    "defaults_assertions_dynamic_case.yaml": [
+        E(3, 5, "'assertions' would never be checked: case 'books' is dynamic", "defaults.assertions")
+    ],
+    "max_turns_standard_case.jsonl": [
+        E(1, 49, "'max_turns' would never be read: case 'greets' is not dynamic", "cases[0].max_turns")
+    ],
     # -- one file, several mistakes: every one is listed ---------------------------------------
     "several_mistakes.yaml": [
         E(4, 12, "input must be text, a message", "cases[0].input"),

@@ -75,6 +75,7 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
 
 
 async def _run(specs: list[str], flags: dict[str, Any]) -> int:
+    from ..case_rules import GeneratedLimits
     from ..errors import UsageError
     from ..kinds import SourceContext
     from ..loader import Loader
@@ -112,7 +113,9 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     )
     models = _models(project, flags)
     runner = Runner(project, plugins, options, models=models)
-    context = SourceContext(Loader(registry), project, runner.services(1), flags["name"])
+    allowed = frozenset(a.removeprefix("agents:") for a in (config.get("generated") or {}).get("agents", []))
+    limits = GeneratedLimits(allowed, options.timeout, options.min_pass_rate)
+    context = SourceContext(Loader(registry, limits), project, runner.services(1), flags["name"])
     suites = await load_inputs(specs, context, plugins)
     if flags["save"]:
         _save_generated(suites, flags["save"])

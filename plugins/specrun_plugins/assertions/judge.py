@@ -160,6 +160,7 @@ class AgentJudge(AssertionType):
         "against options.metadata.criteria."
     )
     needs_model: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ("use",)
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "use": {

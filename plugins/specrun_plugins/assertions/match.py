@@ -68,6 +68,10 @@ class Match(AssertionType):
         # score mode never asks a judge; preloading litellm for it cost seconds of CPU mid-run
         return (assertion.params.get("mode") or config.get("compare_mode") or DEFAULT_MODE) != "score"
 
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        return "expected" not in assertion.params
+
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params
         expected = params.get("expected", MISSING)

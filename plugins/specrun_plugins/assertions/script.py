@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from specrun.blocking import run_blocking
 from specrun.errors import EvaluationError, UsageError
 from specrun.imports import find_module, load_callable, split_ref
-from specrun.kinds import AssertionType, Check, Verdict
+from specrun.kinds import AssertionType, Check, Verdict, checked_verdict
 from specrun.model import MISSING, Assertion
 
 from ._common import show
@@ -53,12 +53,9 @@ def _verdict(result: Any, ref: str, expected: Any, output: Any) -> Verdict:
         return result
     if isinstance(result, bool):
         return Verdict(result, f"script {ref} returned {result}; output: {show(output)}", expected, output)
-    if isinstance(result, dict) and isinstance(result.get("pass", result.get("passed")), bool):
-        passed = bool(result.get("pass", result.get("passed")))
+    if isinstance(result, dict) and ("pass" in result or "passed" in result):
+        passed, score = checked_verdict(result.get("pass", result.get("passed")), result.get("score"), f"script {ref}")
         message = result.get("message") or result.get("reason") or f"script {ref} returned {passed}"
-        score = result.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise EvaluationError(f"script {ref} returned a non-numeric score {score!r}")
         extra = {k: v for k, v in result.items() if k not in ("pass", "passed", "message", "reason", "score")}
         return Verdict(passed, str(message), expected, output, score=score, details=extra or None)
     raise EvaluationError(
@@ -81,6 +78,10 @@ class Script(AssertionType):
             },
         },
     }
+
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        return True  # the function receives it
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         given = [k for k in ("script", "use") if k in assertion.params]

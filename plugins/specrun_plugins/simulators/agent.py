@@ -26,6 +26,7 @@ class AgentSimulator(Simulator):
     name = "agent"
     description = "A project agent (use: <agent id>) plays the user; options.metadata gives persona and goal."
     needs_model: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ("use",)  # calls that agent: generated cases need it allowed
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "use": {"type": "string", "minLength": 1, "description": "The simulator agent's id (no prefix needed)."},
