@@ -44,8 +44,8 @@ def case_hook_dirs(case: Case, agent: Agent) -> list[Path]:
 def load_hook(kind: str, ref: str, search: Iterable[Path], agents: Iterable[Agent]) -> Callable[..., Any]:
     """The ``kind`` hook ``ref`` (a key of :data:`SIGNATURES`), imported with every agent's
     folder on ``sys.path``; a ``UsageError`` when it is missing or takes other arguments."""
-    for agent in agents:
-        add_import_root(agent.base_dir)
+    for folder in dict.fromkeys(agent.base_dir for agent in agents):
+        add_import_root(folder)
     func = load_callable(ref, search)
     expected = f"{kind}({', '.join(SIGNATURES[kind])})"
     try:

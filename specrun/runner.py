@@ -165,7 +165,7 @@ class Runner:
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
         opts = self.options
-        dirs, agents = self._hook_dirs(jobs), list({id(j.agent): j.agent for j in jobs}.values())
+        dirs, agents = self._hook_dirs(jobs), [j.agent for j in jobs]
         ctx = self._global_context()
         before_all_data = None
         if opts.before_all:
