@@ -63,12 +63,6 @@ def SlowAfter(ctx, case, result, data):
     _mark(f"after-started-{case.id}")
     time.sleep(float(os.environ.get("AFTER_SECONDS", "3600")))
     _mark(f"after-done-{case.id}")
-
-def OneArg(ctx):
-    pass
-
-def ThreeArgs(ctx, case, result):
-    pass
 """
 
 AGENT = """
