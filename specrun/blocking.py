@@ -2,7 +2,9 @@
 
 ``asyncio.to_thread`` uses the loop's default executor, whose threads ``asyncio.run`` joins on
 the way out: one hung agent would then keep specrun from ever exiting. Here each call gets a
-daemon thread, so a timed-out or interrupted call is abandoned, not waited for.
+daemon thread, so a timed-out or interrupted call is abandoned, not waited for: it keeps
+neither the run from writing its reports nor the process from exiting (unless it holds the
+interpreter lock inside one long C call, which stops every thread).
 """
 
 from __future__ import annotations

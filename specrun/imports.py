@@ -54,9 +54,14 @@ def _import_file(path: Path, module_name: str) -> Any:
     root = path.parent
     for _ in range(module_name.count(".") + (path.name == "__init__.py")):
         root = root.parent
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+    add_import_root(root)
     return importlib.import_module(module_name)
+
+
+def add_import_root(folder: Path) -> None:
+    """Put ``folder`` first on ``sys.path`` unless it is there already."""
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 def load_callable(ref: str, search: Iterable[Path]) -> Callable[..., Any]:

@@ -5,6 +5,13 @@ lifecycle hooks) as soon as it is final and then dropped, so memory stays flat a
 "As soon as" means at the event loop's next turn: a worker queues its result and moves on to
 its next case, so the requests that replies free up go out before the reports are written
 (reporting is off the path to the agent under test; see ``_report``).
+
+Nothing user code does can hold the run: the agent's reply, each check of it and each hook get
+the case timeout (global hooks the run's), sync code runs in daemon threads that a timeout
+abandons, and signals are handled on the event loop. The first SIGINT or SIGTERM cancels the
+cases in flight; ``after`` hooks (also one already running) and AfterAll still run, within
+``INTERRUPT_GRACE`` seconds each. Once every case is done, a signal lets the reports finish.
+A second signal exits at once, killing every agent process tree first.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from .errors import ReportError, SpecrunError, TargetError
-from .hooks import call_hook, case_hook_dirs
+from .hooks import call_hook, case_hook_dirs, load_hook
 from .kinds import Check, Reporter, Session
 from .limiter import CASE_DEADLINE
 from .model import (
@@ -40,12 +47,15 @@ from .model import (
     format_duration,
 )
 from .plugins import Plugins
+from .proctree import kill_all
 from .project import Agent, Project
 from .services import Services
 from .stability import Aggregator, exit_code
 from .verdicts import combine, evaluate_all, judge_usage
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+INTERRUPT_GRACE = 5.0
+"""Seconds an ``after`` hook or AfterAll still gets once the run is interrupted."""
 
 
 @dataclass
@@ -108,6 +118,9 @@ class Runner:
         self.done = 0
         self.interrupted: str | None = None
         self._stop: str | None = None
+        self._finishing = False  # every case is done: a first signal lets the reports finish
+        self._late_signal: str | None = None
+        self._hook_deadlines: set[asyncio.Timeout] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
@@ -127,38 +140,66 @@ class Runner:
         self.plugins.hook.run_started(info=info)
         loop = asyncio.get_running_loop()
         handled = self._install_signals(loop)
-        global_ctx = self._global_context()
-        before_all_data = None
         try:
-            if self.options.before_all:
-                try:
-                    before_all_data = await call_hook(
-                        self.options.before_all, self._hook_dirs(jobs), global_ctx, [j.case for j in jobs]
-                    )
-                except Exception as exc:
-                    raise SpecrunError(
-                        f"BeforeAll hook {self.options.before_all} failed: {type(exc).__name__}: {exc}"
-                    ) from exc
-            await self._start_workers(iter(jobs), max(1, min(self.options.parallel, len(jobs))))
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            self._report_queued()
-            if self.options.after_all:
-                with contextlib.suppress(Exception):
-                    await call_hook(
-                        self.options.after_all, self._hook_dirs(jobs), global_ctx, self._finished, before_all_data
-                    )
+            try:
+                await self._run_jobs(jobs)
+            finally:
+                self._report_queued()  # an interrupted or failed run still reports every result it has
+                self._finishing = True
+                await self.project.aclose()
+                if self.models is not None:
+                    await self.models.aclose()
+            summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
+            hook = self.plugins.hook.run_finished
+            self._guard(hook, "a run_finished hook", lambda: hook(info=info, summary=summary))
+            failures = await self._finish_reporters(summary)
+            for observer in self.observers:
+                self._guard(observer, type(observer).__name__, partial(observer.finish, summary))
         finally:
-            self._report_queued()  # an interrupted or failed run still reports every result it has
             for sig in handled:
                 loop.remove_signal_handler(sig)
-            await self.project.aclose()
-            if self.models is not None:
-                await self.models.aclose()
-        summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
-        hook = self.plugins.hook.run_finished
-        self._guard(hook, "a run_finished hook", lambda: hook(info=info, summary=summary))
+        failures = [*self._broken.values(), *failures]
+        if failures:
+            kept = (
+                "the reports say incomplete" if summary.get("incomplete") else f"every result is in {self.stream_path}"
+            )
+            raise ReportError("; ".join(failures) + f"; {kept}")
+        return summary
+
+    async def _run_jobs(self, jobs: list[Job]) -> None:
+        """BeforeAll, the cases, AfterAll."""
+        opts = self.options
+        dirs, agents = self._hook_dirs(jobs), [j.agent for j in jobs]
+        ctx = self._global_context()
+        before_all_data = None
+        if opts.before_all:
+            cases = [j.case for j in jobs]
+            # A task of its own, so that a signal cancels it as it cancels the cases.
+            before_all = asyncio.ensure_future(
+                self._hook("BeforeAll", opts.before_all, dirs, agents, opts.timeout, ctx, cases)
+            )
+            self._tasks = [before_all]
+            try:
+                before_all_data = await before_all
+            except _HookFailed as exc:
+                raise SpecrunError(str(exc)) from exc
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+        await self._start_workers(iter(jobs), max(1, min(opts.parallel, len(jobs))))
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._report_queued()
+        if opts.after_all:
+            with contextlib.suppress(_HookFailed):
+                await self._hook(
+                    "AfterAll", opts.after_all, dirs, agents, opts.timeout, ctx, self._finished, before_all_data
+                )
+
+    async def _finish_reporters(self, summary: dict[str, Any]) -> list[str]:
+        """Finish every reporter; the failures. The stream goes last: a stream with its summary
+        line is a run that got to its end, reports included."""
         failures: list[str] = []
-        for reporter in self.reporters:
+        for reporter in sorted(self.reporters, key=lambda r: r.path == self.stream_path):
             if id(reporter) in self._broken:
                 continue
             try:
@@ -167,15 +208,7 @@ class Runner:
                     await done
             except Exception as exc:  # one broken reporter must not cost the others (or the results)
                 failures.append(f"{_who(reporter)} failed: {type(exc).__name__}: {exc}")
-        for observer in self.observers:
-            self._guard(observer, type(observer).__name__, partial(observer.finish, summary))
-        failures = [*self._broken.values(), *failures]
-        if failures:
-            kept = (
-                "the reports say incomplete" if summary.get("incomplete") else f"every result is in {self.stream_path}"
-            )
-            raise ReportError("; ".join(failures) + f"; {kept}")
-        return summary
+        return failures
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
@@ -189,13 +222,22 @@ class Runner:
 
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
-        if self.interrupted:  # a second Ctrl-C: leave at once, with what is already final
+        if self.interrupted or self._late_signal:  # a second one: leave at once, with what is final
             self._report_queued()
+            kill_all()  # agents that ignore SIGTERM must not outlive us
             os._exit(INTERRUPT_EXIT.get(name, 130))
+        if self._finishing:
+            self._late_signal = name  # every case is done: the reports are written, then we exit
+            return
         self.interrupted = name
         self._stop = "interrupted"
         for task in self._tasks:
             task.cancel()
+        grace = asyncio.get_running_loop().time() + INTERRUPT_GRACE
+        for deadline in self._hook_deadlines:  # a hook already running gets the grace, no more
+            when = deadline.when()
+            if not deadline.expired() and (when is None or when > grace):
+                deadline.reschedule(grace)
 
     async def _start_workers(self, queue: Iterator[Job], count: int) -> None:
         """Start ``count`` workers on the shared queue, one per event-loop turn.
@@ -259,13 +301,9 @@ class Runner:
         )
 
     def _hook_dirs(self, jobs: list[Job]) -> list[Any]:
-        dirs = [self.project.root]
-        if jobs:
-            case = jobs[0].case
-            if case.suite is not None:
-                dirs.insert(0, case.suite.base_dir)
-            dirs.extend(jobs[0].agent.hook_dirs)
-        return dirs
+        """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
+        suites = [j.case.suite.base_dir for j in jobs if j.case.suite is not None]
+        return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
 
     def services(self, run: int) -> Services:
         return Services(models=self.models, run=run, agent_caller=self.call_agent)
@@ -288,6 +326,7 @@ class Runner:
         started = time.perf_counter()
         ctx = self.context_for(case, job.run)
         dirs = case_hook_dirs(case, job.agent) if case.before or case.after else []
+        budget = case.timeout or self.options.timeout
         before_data = None
         cancelled = False
         try:
@@ -295,10 +334,7 @@ class Runner:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
             else:
                 if case.before:
-                    try:
-                        before_data = await call_hook(case.before, dirs, ctx, case)
-                    except Exception as exc:
-                        raise _HookFailed(f"before hook {case.before} failed: {type(exc).__name__}: {exc}") from exc
+                    before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
                 result = await self._execute(job, ctx)
         except _HookFailed as exc:
             result = Result(case, "error", run=job.run, error=str(exc))
@@ -311,16 +347,46 @@ class Runner:
         result.context = ctx
         result.duration_ms = (time.perf_counter() - started) * 1000
         if case.after and result.status != "skipped":
-            try:
-                await call_hook(case.after, dirs, ctx, case, result, before_data)
-            except Exception as exc:
-                failure = f"after hook {case.after} failed: {type(exc).__name__}: {exc}"
+            after = asyncio.ensure_future(
+                self._hook("after", case.after, dirs, [job.agent], budget, ctx, case, result, before_data)
+            )
+            while not after.done():  # shielded: a hook that has started is let finish (see _on_signal)
+                with contextlib.suppress(_HookFailed):
+                    try:
+                        await asyncio.shield(after)
+                    except asyncio.CancelledError:
+                        cancelled = True
+            if not after.cancelled() and after.exception() is not None:
+                failure = str(after.exception())
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise _Cancelled(result)
         return result
+
+    async def _hook(self, kind: str, ref: str, dirs: list[Any], agents: list[Agent], budget: float, *args: Any) -> Any:
+        """Call a hook within ``budget`` seconds (``INTERRUPT_GRACE`` at most once interrupted);
+        ``_HookFailed`` says why it did not return."""
+        if self.interrupted:
+            budget = min(budget, INTERRUPT_GRACE)
+        deadline = asyncio.timeout(budget)
+        try:
+            func = load_hook(kind, ref, dirs, agents)
+            async with deadline:
+                self._hook_deadlines.add(deadline)
+                try:
+                    return await call_hook(func, *args)
+                finally:
+                    self._hook_deadlines.discard(deadline)
+        except TimeoutError as exc:
+            if not deadline.expired():  # the hook's own TimeoutError
+                raise _HookFailed(f"{kind} hook {ref} failed: TimeoutError: {exc}") from exc
+            if self.interrupted:
+                raise _HookFailed(f"interrupted during {kind} hook {ref}") from None
+            raise _HookFailed(f"{kind} hook {ref} did not finish within {format_duration(budget)}") from None
+        except Exception as exc:
+            raise _HookFailed(f"{kind} hook {ref} failed: {type(exc).__name__}: {exc}") from exc
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
@@ -358,7 +424,7 @@ class Runner:
                     async with asyncio.timeout(10):
                         await session.close()
         check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
-        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry)
+        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
         usage = Usage()
         usage.add(response.usage)
         usage.add(judge_usage(verdicts))

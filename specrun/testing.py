@@ -261,7 +261,8 @@ class Test:
             self.agent_name = process.agent_name or self.agent_name
 
     async def stop(self) -> None:
-        """Stop the agent (a CLI agent: SIGTERM, then SIGKILL) and release what it held."""
+        """Stop the agent and release what it held. A CLI agent ends with everything it started
+        (SIGTERM, then SIGKILL after two seconds; see :mod:`specrun.proctree`)."""
         process, session, project = self._process, self._session, self._project
         self._process = self._session = self._project = None
         if process is not None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from .errors import EvaluationError
 from .kinds import AssertionType, Check
-from .model import Assertion, AssertionResult, Status, Usage
+from .limiter import CASE_DEADLINE
+from .model import Assertion, AssertionResult, Status, Usage, format_duration
 from .registry import Registry
 
 _instances: dict[type, AssertionType] = {}
@@ -43,8 +45,28 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
     )
 
 
-async def evaluate_all(assertions: list[Assertion], check: Check, registry: Registry) -> list[AssertionResult]:
-    return [await evaluate(a, check, registry) for a in assertions]
+async def evaluate_all(
+    assertions: list[Assertion], check: Check, registry: Registry, timeout: float
+) -> list[AssertionResult]:
+    """Every assertion's verdict, each within ``timeout`` seconds (the case timeout): one that
+    does not finish in time (a script that hangs) is an ``error`` that names it."""
+    return [await _bounded(a, check, registry, timeout) for a in assertions]
+
+
+async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> AssertionResult:
+    try:
+        async with asyncio.timeout(timeout) as deadline:
+            paused = CASE_DEADLINE.set(deadline)  # a model call queued by a rate limiter pauses it
+            try:
+                return await evaluate(assertion, check, registry)
+            finally:
+                CASE_DEADLINE.reset(paused)
+    except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
+        ref = assertion.params.get("script", assertion.params.get("use"))
+        what = f"{assertion.type} {ref}" if isinstance(ref, str) else f"{assertion.type} assertion"
+        return AssertionResult(
+            assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
+        )
 
 
 def combine(results: list[AssertionResult]) -> Status:

@@ -162,12 +162,12 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         project_root=project.root,
     )
     jobs = plan.jobs(options.runs)
-    for flag, ref in (("--before", options.before_all), ("--after", options.after_all)):
+    for flag, kind, ref in (("--before", "BeforeAll", options.before_all), ("--after", "AfterAll", options.after_all)):
         if ref:  # a missing global hook is bad input (exit 2), found before anything runs
-            from ..imports import load_callable
+            from ..hooks import load_hook
 
             try:
-                load_callable(ref, runner._hook_dirs(jobs))
+                load_hook(kind, ref, runner._hook_dirs(jobs), [agent for _, agent in plan.pairs])
             except UsageError as exc:
                 raise UsageError(f"{flag}: {exc}") from None
     # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,

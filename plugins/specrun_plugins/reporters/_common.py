@@ -32,7 +32,9 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
     """Write to a temporary file in the same folder, then rename it over ``path``.
 
     Readers see the old file or the whole new one, never half of it; on any exception the
-    temporary file is removed and ``path`` is left as it was.
+    temporary file is removed and ``path`` is left as it was. Nothing awaits inside the block:
+    the runner handles signals between turns of the event loop, so even the second Ctrl-C
+    (which exits at once) never lands in the middle of a write and leaves no temporary file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

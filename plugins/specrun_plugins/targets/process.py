@@ -2,7 +2,8 @@
 
 :class:`AgentProcess` is the reusable part (the pytest ``Test`` API drives one directly): it
 starts the command, reads stdout in chunks until the prompt regex matches, strips ANSI codes,
-keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt.
+keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt. Closing it ends
+everything the agent started (:mod:`specrun.proctree`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from specrun.errors import TargetError
 from specrun.kinds import Session, Target
 from specrun.model import Context, Message, Response, parse_duration
+from specrun.proctree import ProcessTree
 
 DEFAULT_PROMPT = r"\(([^)]*)\) >> $"
 """Agent Kernel's ``(agent) >> `` prompt; the group is the current agent's name."""
@@ -93,6 +94,7 @@ class AgentProcess:
         self.banner = ""
         self.last_reply = ""
         self._proc: asyncio.subprocess.Process | None = None
+        self._tree = ProcessTree()
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._text = ""  # cleaned output not yet consumed as a reply
         self._held = ""  # a partial escape sequence awaiting the next chunk
@@ -121,7 +123,7 @@ class AgentProcess:
         if self._proc is not None:
             raise TargetError("the agent process is already started")
         # Unbuffered Python output, so print() before a prompt is not stuck in a pipe buffer.
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env, **self._tree.env}
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -135,6 +137,7 @@ class AgentProcess:
             )
         except OSError as exc:
             raise TargetError(f"cannot start agent {shlex.join(self.argv)!r}: {exc}") from None
+        self._tree.started(self._proc.pid)
         self._stderr_task = asyncio.create_task(self._drain_stderr())
         self.banner = await self._read_reply()
         return self.banner
@@ -209,32 +212,15 @@ class AgentProcess:
             f"agent process {what} {when}" + (f"; last output: {output!r}" if output else "") + self._stderr_note()
         )
 
-    def _signal(self, sig: int) -> None:
-        assert self._proc is not None
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(self._proc.pid, sig)
-            else:
-                self._proc.send_signal(sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
     async def close(self) -> None:
-        """Stop the process: SIGTERM, then SIGKILL after ``grace`` seconds; always reaped."""
+        """Stop the process and everything it started: SIGTERM, then SIGKILL to whatever is
+        left after ``grace`` seconds; always reaped."""
         proc = self._proc
         if proc is None:
             return
         try:
-            if proc.returncode is None:
-                self._signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.wait(), self.grace)
-                except TimeoutError:
-                    self._signal(signal.SIGKILL)
-                    await proc.wait()
+            await self._tree.end(proc, self.grace)
         finally:
-            if proc.returncode is None:  # close() itself was cancelled: do not leave it running
-                self._signal(signal.SIGKILL)
             if proc.stdin is not None:
                 proc.stdin.close()
             if self._stderr_task is not None:
