@@ -7,24 +7,24 @@ printed whole when it completes; on a terminal a live progress line sits below.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from .display import terminal_text
 from .model import Result, RunInfo, format_duration
 from .redact import redact
 
 RULE = "═" * 63
 THIN = "─" * 63
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"}
 
 
 def clean(text: Any, limit: int | None = None) -> str:
-    """Agent text made safe for one terminal line: control codes removed, optionally cut."""
-    value = _CONTROL.sub("", redact(str(text)))
+    """Agent text made safe for a terminal: secrets masked, control codes removed, optionally
+    cut to one line of ``limit`` characters."""
+    value = terminal_text(redact(str(text)))
     if limit is not None:
         value = " ".join(value.split())
         if len(value) > limit:
