@@ -373,9 +373,9 @@ class ModelClient:
         if tools:
             kwargs["tools"] = tools
         secrets = [str(kwargs[k]) for k in _SECRET_PARAMS if kwargs.get(k)]
-        for key in _SECRET_PARAMS:  # masked in every output from now on, not only in this call's errors
-            if kwargs.get(key):
-                register(str(kwargs[key]), key)
+        for param in _SECRET_PARAMS:  # masked in every output from now on, not only in this call's errors
+            if kwargs.get(param):
+                register(str(kwargs[param]), param)
 
         key = None
         if cache and self.cache is not None:

@@ -60,7 +60,8 @@ class EchoServer:
         sent = {"headers": dict(request.headers), "query": request.rel_url.raw_query_string, "body": body}
         self.seen.append(sent)
         if request.path == "/deny":  # what an endpoint quoting the request it refuses looks like
-            quoted = {"x-anything": request.headers.get("X-Anything"), "authorization": request.headers.get("Authorization")}
+            headers = request.headers
+            quoted = {"x-anything": headers.get("X-Anything"), "authorization": headers.get("Authorization")}
             quoted.update(query=sent["query"], body=body)
             return web.json_response({"error": "unauthorized", "you sent": quoted}, status=401)
         nested = json.dumps({"again": json.dumps(sent)})  # JSON in JSON in JSON
@@ -114,7 +115,9 @@ def make_project(root: Path, port: int) -> None:
     inputs = {"deny": "hi", "echo": "hi", "model": "hi", "cli": "!env AGENT_SEES"}
     # Not run with the others: a config mistake whose message quotes the url (--debug run).
     (root / "bad").mkdir()
-    (root / "bad" / "agent.yaml").write_text('id: badurl\ntarget: {type: http, url: "ftp://x:${LEAK_USERINFO}@h/${ZZ_PLAIN_NAME}"}\n')
+    (root / "bad" / "agent.yaml").write_text(
+        'id: badurl\ntarget: {type: http, url: "ftp://x:${LEAK_USERINFO}@h/${ZZ_PLAIN_NAME}"}\n'
+    )
     for name, agent in agents.items():
         (root / name).mkdir()
         (root / name / "agent.yaml").write_text(agent)
@@ -235,7 +238,8 @@ def test_url_passwords_and_registered_values():
 def test_masking_json_text_keeps_it_json():
     register("31415926", "PIN")  # a secret that equals a number in the document
     line = json.dumps({"output": "pin 31415926", "duration_ms": 31415926, "31415926": [1]})
-    assert json.loads(redact_json(line)) == {"output": "pin [REDACTED:PIN]", "duration_ms": 31415926, "[REDACTED:PIN]": [1]}
+    masked = {"output": "pin [REDACTED:PIN]", "duration_ms": 31415926, "[REDACTED:PIN]": [1]}
+    assert json.loads(redact_json(line)) == masked
 
 
 def test_a_long_run_of_backslashes_takes_linear_time(monkeypatch):
