@@ -255,3 +255,8 @@ def test_request_body_is_plain_json():
     target = HttpTarget({"type": "http", "url": "http://x", "body": {"temperature": 0}}, Path("."))
     body = target.request_body(user("hi"), CTX)
     assert json.loads(json.dumps(body)) == {"temperature": 0, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_a_malformed_url_is_a_problem_not_a_crash():
+    target = HttpTarget({"type": "http", "url": "http://[::1/x"}, Path("."))
+    assert ("url", "invalid url 'http://[::1/x': Invalid IPv6 URL") in list(target.problems())

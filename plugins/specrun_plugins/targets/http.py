@@ -148,7 +148,12 @@ class HttpTarget(Target):
         super().__init__(config, base_dir)
         config = self.config  # ${NAME} replaced
         self.url: str = config["url"]
-        self._endpoint = endpoint_key(self.url)
+        self._invalid: list[tuple[str, str]] = []
+        try:
+            self._endpoint = endpoint_key(self.url)
+        except ValueError as exc:  # "http://[::1": bad input, reported by problems()
+            self._endpoint = self.url
+            self._invalid.append(("url", f"invalid url {self.url!r}: {exc}"))
         self.format: str = config.get("format", "openai")
         self.retries: int = config.get("retries", 0)
         timeout = config.get("timeout")
@@ -161,7 +166,6 @@ class HttpTarget(Target):
         self._extra = body if self.format == "openai" and isinstance(body, dict) else {}
         self._fill = compile_template(body) if self.format == "template" else None
         self._needs = placeholders(body) & set(VARIABLES) if self.format == "template" else set()
-        self._invalid: list[tuple[str, str]] = []
         self._output = self._compile("output")
         self._tool_calls = self._compile("tool_calls")
 
@@ -183,7 +187,10 @@ class HttpTarget(Target):
             if _CREDENTIAL_HEADER.search(name) and value.strip():
                 register(value, f"headers.{name}")
                 register(value.split()[-1], f"headers.{name}")  # the token after "Bearer"
-        parts = urlsplit(self.url)
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:  # a malformed url: problems() says so
+            return
         if parts.password:  # sent as a Basic authorization header as well
             user, password = unquote(parts.username or ""), unquote(parts.password)
             register(password, "url password")
@@ -202,13 +209,13 @@ class HttpTarget(Target):
                     "body",
                     f"unknown placeholder {{{{{unknown[0]}}}}} (known: {', '.join(VARIABLES)})",
                 )
-            yield from self._invalid
         else:
             for key in ("output", "tool_calls"):
                 if key in self.config:
                     yield key, f"{key} applies to format: template only"
             if "body" in self.config and not isinstance(self.config["body"], dict):
                 yield "body", "with format: openai, body must be a mapping of extra request fields"
+        yield from self._invalid
 
     def client(self) -> aiohttp.ClientSession:
         """The shared session, (re)created in the running loop (the pytest API may use several)."""
