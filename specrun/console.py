@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 from typing import IO, Any
 
 from rich.console import Console
 from rich.text import Text
 
+from .display import terminal_text
 from .model import Result, RunInfo, format_duration, to_json
 from .redact import redact
 from .stability import verdict
 
 RULE = "═" * 63
 THIN = "─" * 63
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"}
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 BANNERS = {
@@ -39,8 +38,9 @@ BANNERS = {
 
 
 def clean(text: Any, limit: int | None = None) -> str:
-    """Agent text made safe for one terminal line: control codes removed, optionally cut."""
-    value = _CONTROL.sub("", redact(str(text)))
+    """Agent text made safe for a terminal: secrets masked, control codes removed, optionally
+    cut to one line of ``limit`` characters."""
+    value = terminal_text(redact(str(text)))
     if limit is not None:
         value = " ".join(value.split())
         if len(value) > limit:

@@ -1,7 +1,8 @@
-"""Agent text made safe to show in a report: control characters visible, Markdown inert.
+"""Agent text made safe to show: control characters visible in reports, gone on a terminal.
 
-Shared by the Markdown and HTML reporters and ``specrun diff``, so that agent text is
-escaped the same way everywhere. (The console strips control codes instead: see console.py.)
+The one sanitiser of agent text: the Markdown and HTML reporters and ``specrun diff`` show
+control characters as escapes (``visible``), the console and direct mode (``-i``) remove them
+with the escape sequences they start (``terminal_text``). Also Markdown escaping.
 """
 
 from __future__ import annotations
@@ -9,15 +10,37 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# C0 controls but tab and newline, DEL and C1: an ESC would replay ANSI codes when the report
-# is printed, a NUL makes tools take the file for binary.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL and C1 (an ESC would replay ANSI codes when a report is
+# printed, a NUL makes tools take a file for binary), and the bidi controls that reorder what
+# is shown ("Trojan Source": U+202A-202E, U+2066-2069).
+_CONTROL_CHARS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+_CONTROL = re.compile(_CONTROL_CHARS)
+# On a terminal the whole sequence goes, or its parameters would still be printed: CSI (colours,
+# cursor moves, also as the 8-bit C1 CSI), terminated OSC/DCS/SOS/PM/APC strings (window
+# titles, links), two-byte escapes; then any control character left.
+_TERMINAL = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -/]*[0-~]"
+    "|" + _CONTROL_CHARS
+)
 
 
 def visible(text: str) -> str:
-    """``text`` with control characters shown as ``\\xNN`` escapes (carriage returns as newlines)."""
+    """``text`` with control characters shown as ``\\xNN``/``\\uNNNN`` escapes (carriage returns as newlines)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal: escape sequences and control characters removed
+    (tab and newline kept)."""
+    return _TERMINAL.sub("", text)
 
 
 # Inline text never starts a line, so only characters that matter anywhere in a line are escaped.

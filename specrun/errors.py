@@ -5,11 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .redact import redact
+
 
 class SpecrunError(Exception):
-    """An error the CLI prints without a traceback; ``exit_code`` is what the process returns."""
+    """An error the CLI prints without a traceback; ``exit_code`` is what the process returns.
+
+    Its text is redacted wherever it is shown (a result's error, a pytest report, a traceback):
+    an agent's or endpoint's message may quote a secret.
+    """
 
     exit_code = 3
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 class UsageError(SpecrunError):

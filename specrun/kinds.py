@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from .errors import EvaluationError
 from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
+from .redact import expand_env
 
 
 class Plugin:
@@ -117,16 +118,25 @@ class Session:
 class Target(Plugin):
     """A kind of agent under test. Built once per run from its config mapping.
 
-    Stateless targets implement ``respond``; stateful ones override ``session``.
+    Stateless targets implement ``respond``; stateful ones override ``session``. In the config
+    keys listed in ``env_fields``, ``${NAME}`` is replaced by environment variable ``NAME``,
+    whose value is then masked in every output (``specrun.redact``).
     """
 
+    env_fields: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, config: dict[str, Any], base_dir: Path):
-        self.config = config
+        self.unset_env: list[tuple[str, str]] = []
+        self.config = {k: expand_env(v, k, self.unset_env) if k in self.env_fields else v for k, v in config.items()}
         self.base_dir = base_dir
 
     def problems(self) -> Iterable[tuple[str, str]]:
-        """Yield ``(field, message)`` for mistakes found before the run (a missing module)."""
-        return ()
+        """Yield ``(field, message)`` for mistakes found before the run (a missing module).
+
+        Overrides yield from this one: it reports unset ``${NAME}`` variables.
+        """
+        for where, name in self.unset_env:
+            yield where, f"environment variable {name} is not set"
 
     async def respond(self, messages: list[Message], context: Context) -> Response:
         raise NotImplementedError

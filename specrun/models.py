@@ -31,7 +31,7 @@ from .errors import EvaluationError
 from .limiter import Limiters
 from .limiter import retry_after as header_retry_after
 from .model import Message, ToolCall, Usage, extract_json
-from .redact import redact
+from .redact import redact, register
 from .wire import openai_messages
 
 logger = logging.getLogger("specrun.models")
@@ -373,6 +373,9 @@ class ModelClient:
         if tools:
             kwargs["tools"] = tools
         secrets = [str(kwargs[k]) for k in _SECRET_PARAMS if kwargs.get(k)]
+        for param in _SECRET_PARAMS:  # masked in every output from now on, not only in this call's errors
+            if kwargs.get(param):
+                register(str(kwargs[param]), param)
 
         key = None
         if cache and self.cache is not None:

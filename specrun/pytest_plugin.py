@@ -283,4 +283,6 @@ def describe(result: Any) -> str:
     passed = sum(1 for v in result.assertions if v.status == "passed")
     if result.assertions:
         lines.append(f"  {passed} of {len(result.assertions)} assertions passed")
-    return "\n".join(lines)
+    from .redact import redact
+
+    return redact("\n".join(lines))

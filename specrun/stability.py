@@ -14,7 +14,7 @@ import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -452,15 +452,20 @@ class Stream:
         return iter(sorted(records, key=lambda r: int(r.get("run") or 0)))
 
 
-def scan(path: Path, min_pass_rate: float | None = None) -> Stream:
+def scan(
+    path: Path, min_pass_rate: float | None = None, check: Callable[[int, dict[str, Any]], None] | None = None
+) -> Stream:
     """Read a stream once, keeping per-case statistics and each result line's offset.
 
     The gate is ``min_pass_rate`` when given, else the one in the stream's summary line.
+    ``check(offset, record)`` sees each record first and may reject it (a stream from elsewhere).
     """
     start: dict[str, Any] = {}
     summary: dict[str, Any] | None = None
     agg = Aggregator(min_pass_rate)
     for offset, record in iter_stream(path):
+        if check is not None:
+            check(offset, record)
         kind = record.get("type", "result")
         if kind == "result":
             agg.add(record, offset)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import TargetError
 from .model import Message
+from .redact import redact
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
@@ -82,8 +83,9 @@ def openai_messages(messages: Iterable[Message | Mapping[str, Any]]) -> list[dic
 
 
 def excerpt(text: str | bytes, limit: int = 200) -> str:
-    """A short one-line excerpt for error messages."""
+    """A short one-line excerpt for error messages, secrets masked first: once whitespace is
+    collapsed or the text cut, a secret would no longer be recognised."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    text = " ".join(text.split())
+    text = " ".join(redact(text).split())
     return text if len(text) <= limit else text[:limit] + "..."

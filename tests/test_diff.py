@@ -72,7 +72,7 @@ def test_compare_sorts_cases(files):
     assert ids(c.still_failing) == ["still_red"]
     assert ids(c.moved) == ["wobbles"]  # passes under its gate, but its pass rate moved
     assert ids(c.added) == ["brand_new"]
-    assert ids(c.removed) == ["goes_away"]
+    assert ids(c.missing) == ["goes_away"]
     assert ids(c.slower) == ["slows"] and c.faster == []
     assert ids(c.costlier) == ["slows"]
     assert ids(c.rate_dropped) == ["breaks", "wobbles"]
@@ -82,7 +82,7 @@ def test_compare_sorts_cases(files):
 def test_only_improvements_is_not_a_regression(files):
     old, new = files
     c = compare_files(new, old)  # reversed: breaks gets fixed, wobbles improves
-    assert ids(c.fixed) == ["breaks"] and ids(c.removed) == ["brand_new", "new_and_red"]
+    assert ids(c.fixed) == ["breaks"] and ids(c.missing) == ["brand_new", "new_and_red"]
     assert ids(c.newly_failing) == ["gets_fixed"]  # ...and gets_fixed breaks
     assert c.regressed
 
@@ -104,10 +104,11 @@ def test_a_pass_rate_drop_alone_is_a_regression(tmp_path):
 
 def test_markdown_comment(files):
     text = to_markdown(compare_files(*files))
-    assert text.startswith("## specrun diff\n\n❌ **Regressed**: 2 newly failing, 2 with a lower pass rate")
+    verdict = "❌ **Regressed**: 2 newly failing, 1 missing from NEW, 2 with a lower pass rate"
+    assert text.startswith(f"## specrun diff\n\n{verdict}")
     for title in ("❌ Newly failing (2)", "✅ Fixed (1)", "🔁 Still failing (1)", "〰️ Pass rate moved (flaky) (1)"):
         assert f"### {title}" in text
-    assert "### ➕ New cases (1)" in text and "### ➖ Removed cases (1)" in text
+    assert "### ➕ New cases (1)" in text and "### ❓ Missing from NEW (1)" in text
     assert "### 🐢 Slower (mean duration) (1)" in text and "### 💸 Costlier per run (1)" in text
     assert "| breaks | passed (100.0%) | failed (33.3%) |" in text
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
@@ -148,7 +149,7 @@ def test_cases_match_by_id_when_paths_differ(tmp_path):
     old = write_stream(tmp_path / "a.jsonl", runs("x", 1, ["passed"], file="/ci/one/suite.yaml"))
     new = write_stream(tmp_path / "b.jsonl", runs("x", 1, ["failed"], file="/ci/two/suite.yaml"))
     c = compare_files(old, new)
-    assert ids(c.newly_failing) == ["x"] and not c.added and not c.removed
+    assert ids(c.newly_failing) == ["x"] and not c.added and not c.missing
 
 
 @pytest.mark.parametrize(

@@ -232,15 +232,12 @@ def test_compile_template_shares_constants_and_fills_placeholders():
 # -- problems ---------------------------------------------------------------------------------
 
 
-async def test_missing_env_var_is_a_problem_and_an_error_that_names_it(monkeypatch):
+def test_missing_env_var_is_a_problem_that_names_it(monkeypatch):
     monkeypatch.delenv("NO_SUCH_TOKEN", raising=False)
-    target = HttpTarget(
-        {"type": "http", "url": "http://127.0.0.1:9/x", "headers": {"X-Key": "${NO_SUCH_TOKEN}"}}, Path(".")
-    )
-    assert list(target.problems()) == [("headers.X-Key", "environment variable NO_SUCH_TOKEN is not set")]
-    with pytest.raises(TargetError, match="header X-Key: environment variable NO_SUCH_TOKEN is not set"):
-        await target.respond(user("x"), CTX)
-    await target.aclose()
+    config = {"url": "http://127.0.0.1:9/${NO_SUCH_TOKEN}", "headers": {"X-Key": "${NO_SUCH_TOKEN}"}}
+    target = HttpTarget({"type": "http", **config}, Path("."))
+    problem = "environment variable NO_SUCH_TOKEN is not set"
+    assert list(target.problems()) == [("url", problem), ("headers.X-Key", problem)]
 
 
 def test_problems_in_config():
@@ -258,3 +255,8 @@ def test_request_body_is_plain_json():
     target = HttpTarget({"type": "http", "url": "http://x", "body": {"temperature": 0}}, Path("."))
     body = target.request_body(user("hi"), CTX)
     assert json.loads(json.dumps(body)) == {"temperature": 0, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_a_malformed_url_is_a_problem_not_a_crash():
+    target = HttpTarget({"type": "http", "url": "http://[::1/x"}, Path("."))
+    assert ("url", "invalid url 'http://[::1/x': Invalid IPv6 URL") in list(target.problems())

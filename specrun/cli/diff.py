@@ -18,14 +18,17 @@ def command(ctx: click.Context, old: Path, new: Path, output: Path | None) -> No
     """Compare OLD and NEW reports (JSONL streams or .json reports).
 
     \b
-    Lists newly failing, fixed and still failing cases, pass rates that moved, and duration
-    and cost changes. Exit 1 when something regressed (a case newly fails or its pass rate
-    dropped), 0 otherwise, 2 when a file cannot be read as a report.
+    Lists newly failing, newly skipped, missing, fixed and still failing cases, pass rates
+    that moved, and duration and cost changes. Exit 1 when NEW regressed: it is an incomplete
+    or interrupted run, or a case newly fails, is newly skipped, is missing from NEW, or its
+    pass rate dropped. Exit 0 otherwise; 2 when a file is not a report diff can trust (a field
+    of the wrong type, a duplicate id). The rules: docs/reports.md.
     """
     from ..diff import compare_files, to_markdown
+    from ..redact import redact
 
     comparison = compare_files(old, new)
-    text = to_markdown(comparison)
+    text = redact(to_markdown(comparison))  # reports from elsewhere may hold this machine's secrets
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -60,6 +60,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+def _traceback() -> None:
+    """``--debug``: the traceback, through redact like every other message."""
+    import traceback
+
+    click.echo(redact(traceback.format_exc()), err=True, nl=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; errors become a message and an exit code, never a traceback (unless --debug)."""
     args = sys.argv[1:] if argv is None else argv
@@ -78,9 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except SuiteError as exc:
         if debug:
-            import traceback
-
-            traceback.print_exc()
+            _traceback()
         # One problem per line, each starting with file:line:col, so editors can jump to it.
         for problem in exc.problems:
             click.echo(redact(str(problem)), err=True)
@@ -89,9 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         code = exc.exit_code
     except SpecrunError as exc:
         if debug:
-            import traceback
-
-            traceback.print_exc()
+            _traceback()
         message = redact(str(exc))
         click.echo(message if "\n" in message else f"specrun: {message}", err=True)
         code = exc.exit_code
@@ -100,9 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         code = 130
     except Exception as exc:  # a bug in specrun or a plugin: say so, exit 3
         if debug:
-            import traceback
-
-            traceback.print_exc()
+            _traceback()
         click.echo(f"specrun: internal error: {type(exc).__name__}: {redact(str(exc))} (rerun with --debug)", err=True)
         code = 3
     sys.exit(code if isinstance(code, int) else 0)

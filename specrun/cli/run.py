@@ -245,13 +245,19 @@ def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) 
 
 
 def _print_direct(stream: Path) -> None:
-    """Direct-message mode: the agent's answer on stdout."""
-    for line in stream.read_text("utf-8").splitlines() if stream.exists() else []:
-        record = json.loads(line)
+    """Direct-message mode: the agent's answer on stdout, as safe for a terminal as run mode's."""
+    from ..console import clean
+    from ..stability import iter_stream
+
+    for _, record in iter_stream(stream) if stream.exists() else ():
         if record.get("type") == "result":
             output = record.get("output")
             click.echo(
-                output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+                clean(
+                    output
+                    if isinstance(output, str)
+                    else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+                )
             )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from specrun.errors import SpecrunError
 from specrun.kinds import Reporter
 from specrun.model import Context, Message
+from specrun.redact import redact_json
 
 from ._common import atomic_writer, load
 from .json_report import write
@@ -46,4 +47,4 @@ class AgentReporter(Reporter):
         if not response.text.strip():
             raise SpecrunError(f"reporter agent {agent_id!r} returned an empty report")
         with atomic_writer(self.path) as out:
-            out.write(response.text)
+            out.write(redact_json(response.text))  # the agent can read the environment

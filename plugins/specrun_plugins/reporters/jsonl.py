@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from specrun.kinds import Reporter
 from specrun.model import Result, RunInfo, json_line
-from specrun.redact import redact
+from specrun.redact import redact_json
 
 
 class JsonlReporter(Reporter):
@@ -25,7 +25,7 @@ class JsonlReporter(Reporter):
 
     def _write(self, line: str) -> None:
         assert self._file is not None
-        self._file.write(redact(line) + "\n")
+        self._file.write(redact_json(line) + "\n")
         self._file.flush()
 
     def start(self, info: RunInfo) -> None:

@@ -8,12 +8,13 @@ session per target (0.25 CPU-ms per call, measured; see DESIGN.md), created in t
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import unquote, urlsplit
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -22,13 +23,15 @@ from specrun.errors import TargetError
 from specrun.kinds import Target
 from specrun.limiter import LIMITERS, endpoint_key, retry_after
 from specrun.model import Context, Message, Response, parse_duration, to_json
+from specrun.redact import redact, register
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp
 
 from ._wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Headers that carry credentials: their values are masked even when written out in the config.
+_CREDENTIAL_HEADER = re.compile(r"auth|cookie|key|token|secret|passw", re.I)
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 VARIABLES = ("input", "messages", "user", "team", "locale", "case_id", "run")
 MAX_RETRY_WAIT = 60.0
@@ -90,11 +93,16 @@ def _retry_wait(headers: Any, attempt: int) -> float:
 class HttpTarget(Target):
     """POSTs the conversation to ``url``; stateless (the whole history on every call)."""
 
+    env_fields = ("url", "headers", "body")
     name = "http"
     description = "An agent behind an HTTP endpoint: OpenAI chat-completions, or a JSON body template."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
-            "url": {"type": "string", "minLength": 1, "description": "Where to POST each turn."},
+            "url": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Where to POST each turn; ${NAME} is replaced by environment variable NAME.",
+            },
             "format": {
                 "enum": ["openai", "template"],
                 "description": "Request/reply shape (default openai).",
@@ -103,7 +111,7 @@ class HttpTarget(Target):
             "body": {
                 "description": "template format: the JSON body, with {{input}}, {{messages}}, "
                 "{{user}}, {{team}}, {{locale}}, {{case_id}}, {{run}} placeholders. openai "
-                "format: extra request fields (temperature, ...).",
+                "format: extra request fields (temperature, ...). ${NAME}: environment variable NAME.",
             },
             "output": {
                 "type": "string",
@@ -138,20 +146,26 @@ class HttpTarget(Target):
 
     def __init__(self, config: dict[str, Any], base_dir: Any):
         super().__init__(config, base_dir)
+        config = self.config  # ${NAME} replaced
         self.url: str = config["url"]
-        self._endpoint = endpoint_key(self.url)
+        self._invalid: list[tuple[str, str]] = []
+        try:
+            self._endpoint = endpoint_key(self.url)
+        except ValueError as exc:  # "http://[::1": bad input, reported by problems()
+            self._endpoint = self.url
+            self._invalid.append(("url", f"invalid url {self.url!r}: {exc}"))
         self.format: str = config.get("format", "openai")
         self.retries: int = config.get("retries", 0)
         timeout = config.get("timeout")
         self.timeout: float | None = parse_duration(timeout) if timeout is not None else None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._headers: dict[str, str] | None = None
+        self._headers: dict[str, str] = {"Content-Type": "application/json", **(config.get("headers") or {})}
+        self._register_credentials()
         body = config.get("body")
         self._extra = body if self.format == "openai" and isinstance(body, dict) else {}
         self._fill = compile_template(body) if self.format == "template" else None
         self._needs = placeholders(body) & set(VARIABLES) if self.format == "template" else set()
-        self._invalid: list[tuple[str, str]] = []
         self._output = self._compile("output")
         self._tool_calls = self._compile("tool_calls")
 
@@ -166,7 +180,24 @@ class HttpTarget(Target):
             self._invalid.append((key, f"invalid JMESPath {expression!r}: {exc}"))
             return None
 
+    def _register_credentials(self) -> None:
+        """Mask what the requests carry as credentials, however it was written in the config:
+        an echoing endpoint (a 401 page quoting the request) must not leak it."""
+        for name, value in self._headers.items():
+            if _CREDENTIAL_HEADER.search(name) and value.strip():
+                register(value, f"headers.{name}")
+                register(value.split()[-1], f"headers.{name}")  # the token after "Bearer"
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:  # a malformed url: problems() says so
+            return
+        if parts.password:  # sent as a Basic authorization header as well
+            user, password = unquote(parts.username or ""), unquote(parts.password)
+            register(password, "url password")
+            register(base64.b64encode(f"{user}:{password}".encode()).decode(), "url password")
+
     def problems(self) -> Iterable[tuple[str, str]]:
+        yield from super().problems()
         if not self.url.startswith(("http://", "https://")):
             yield "url", f"url must start with http:// or https://, not {self.url!r}"
         if self.format == "template":
@@ -178,29 +209,13 @@ class HttpTarget(Target):
                     "body",
                     f"unknown placeholder {{{{{unknown[0]}}}}} (known: {', '.join(VARIABLES)})",
                 )
-            yield from self._invalid
         else:
             for key in ("output", "tool_calls"):
                 if key in self.config:
                     yield key, f"{key} applies to format: template only"
             if "body" in self.config and not isinstance(self.config["body"], dict):
                 yield "body", "with format: openai, body must be a mapping of extra request fields"
-        for name, value in (self.config.get("headers") or {}).items():
-            for var in _ENV.findall(value):
-                if var not in os.environ:
-                    yield f"headers.{name}", f"environment variable {var} is not set"
-
-    def headers(self) -> dict[str, str]:
-        """The request headers, ``${NAME}`` resolved once (never echoed in errors)."""
-        if self._headers is None:
-            resolved = {"Content-Type": "application/json"}
-            for name, value in (self.config.get("headers") or {}).items():
-                for var in _ENV.findall(value):
-                    if var not in os.environ:
-                        raise TargetError(f"header {name}: environment variable {var} is not set")
-                resolved[name] = _ENV.sub(lambda m: os.environ[m.group(1)], value)
-            self._headers = resolved
-        return self._headers
+        yield from self._invalid
 
     def client(self) -> aiohttp.ClientSession:
         """The shared session, (re)created in the running loop (the pytest API may use several)."""
@@ -245,7 +260,7 @@ class HttpTarget(Target):
         """The reply body, and the seconds spent waiting for a slot of the endpoint's limiter."""
         import aiohttp
 
-        session, headers = self.client(), self.headers()
+        session, headers = self.client(), self._headers
         # Shared by every target calling this endpoint: 429s halve the calls in flight.
         limiter = LIMITERS.get(self._endpoint, self.config.get("max_connections") or None)
         attempt, queued = 0, 0.0
@@ -266,7 +281,9 @@ class HttpTarget(Target):
                 await asyncio.sleep(_retry_wait(reply_headers, attempt))
                 attempt += 1
                 continue
-            raise TargetError(f"HTTP {status} from {self.url}: {excerpt(payload)}")
+            # Key-shaped text too: an endpoint may echo credentials that specrun never saw.
+            shown = excerpt(redact(payload.decode("utf-8", "replace"), keys=True))
+            raise TargetError(f"HTTP {status} from {self.url}: {shown}")
 
     def _parse_template(self, reply: Any) -> Response:
         content = self._output.search(reply) if self._output is not None else reply

@@ -26,6 +26,7 @@ class LitellmTarget(Target):
     """A model as the agent under test, called through ``specrun.models`` (no cache)."""
 
     name = "litellm"
+    env_fields = ("params",)
     description = "A model through litellm: system prompt, tools, and an optional tool loop."
     needs_model: ClassVar[bool] = True
     params_schema: ClassVar[dict[str, Any]] = {
@@ -49,7 +50,8 @@ class LitellmTarget(Target):
             "max_steps": {"type": "integer", "minimum": 1, "description": "Model calls per turn (default 5)."},
             "params": {
                 "type": "object",
-                "description": "litellm arguments: temperature, max_tokens, api_base, api_key, ...",
+                "description": "litellm arguments: temperature, max_tokens, api_base, api_key, ... "
+                "${NAME} is replaced by environment variable NAME.",
             },
             "timeout": {"type": ["number", "string"], "description": "Per model call (default 60s)."},
             "retries": {"type": "integer", "minimum": 0, "description": "Retries of a failed call (default 3)."},
@@ -66,6 +68,7 @@ class LitellmTarget(Target):
         self._client: ModelClient | None = None
 
     def problems(self) -> Iterable[tuple[str, str]]:
+        yield from super().problems()
         if not self.model:
             yield "model", "a litellm target needs `model` (or run with -c MODEL)"
         try:

@@ -267,6 +267,7 @@ class ProcessTarget(Target):
     """Starts ``command`` once per case and talks to it over stdin/stdout."""
 
     name = "process"
+    env_fields = ("env",)
     description = "A CLI agent over stdin/stdout: one process per case, replies end at a prompt."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
@@ -281,7 +282,7 @@ class ProcessTarget(Target):
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": ["string", "number", "boolean"]},
-                "description": "Extra environment variables.",
+                "description": "Extra environment variables; ${NAME} is replaced by variable NAME.",
             },
             "prompt": {
                 "type": "string",
@@ -298,6 +299,7 @@ class ProcessTarget(Target):
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         super().__init__(config, base_dir)
+        config = self.config  # ${NAME} replaced in env
         self.argv = command_argv(config["command"])
         self.cwd = (Path(base_dir) / config.get("cwd", ".")).resolve()
         self.env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.get("env", {}).items()}
@@ -305,6 +307,7 @@ class ProcessTarget(Target):
         self.read_timeout = parse_duration(config.get("read_timeout", DEFAULT_READ_TIMEOUT))
 
     def problems(self) -> Iterable[tuple[str, str]]:
+        yield from super().problems()
         try:
             re.compile(self.prompt)
         except re.error as exc:
