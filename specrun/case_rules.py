@@ -105,6 +105,8 @@ def generated_problems(
         if not cls.data_only:
             yield path, f"{who} may not use a {name!r} {kind} (it runs code)"
             continue
+        if cls.needs_model and "model" in config:  # the user's keys pay for it: the suite chooses models
+            yield [*path, "model"], f"{who} may not choose a model ({config['model']!r}): the suite and specrun.yaml do"
         for param in cls.agent_params:
             agent = config.get(param)
             if isinstance(agent, str) and agent.removeprefix("agents:") not in limits.agents:

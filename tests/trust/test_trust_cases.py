@@ -298,6 +298,24 @@ def test_generated_cases_may_not_use_a_simulator_that_runs_code(tmp_path):
         loader.load_data([case], "scripts:x", tmp_path)
 
 
+def test_generated_cases_may_not_choose_a_model(tmp_path):
+    """A generated judge or simulator naming its own model would spend the user's keys on it."""
+    loader = Loader(get_plugin_manager().registry)
+    judge = {"id": "judge", "input": "hi", "assertions": [{"type": "llm", "criteria": "ok", "model": "openai/o1-pro"}]}
+    simulator = {"id": "sim", "input": "hi", "simulator": {"type": "llm", "goal": "g", "model": "openai/o1-pro"}}
+    simulator["checkpoints"] = CHECKPOINT
+    assert loader.load_data([judge, simulator], "scripts:x", tmp_path, generated=False).cases  # a suite's may
+    with pytest.raises(SuiteError) as raised:
+        loader.load_data([judge, simulator], "scripts:x", tmp_path)
+    shown = [str(p) for p in raised.value.problems]
+    assert [p.split(": ", 1)[1] for p in shown] == [
+        "generated case 'judge' may not choose a model ('openai/o1-pro'): the suite and specrun.yaml do"
+        " (at cases[0].assertions[0].model)",
+        "generated case 'sim' may not choose a model ('openai/o1-pro'): the suite and specrun.yaml do"
+        " (at cases[1].simulator.model)",
+    ]
+
+
 def test_a_run_gate_and_timeout_are_the_limits_generated_cases_tighten(tmp_path):
     loader = Loader(get_plugin_manager().registry, GeneratedLimits(timeout=60.0, min_pass_rate=50.0, max_turns=5))
     ok = {"id": "ok", "input": "hi", "timeout": "1m", "min_pass_rate": 50}
