@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from .errors import EvaluationError
 from .limiter import Limiters
 from .limiter import retry_after as header_retry_after
-from .model import Message, ToolCall, Usage, extract_json
+from .model import Message, ToolCall, Usage
 from .redact import redact
 from .wire import openai_messages
 
@@ -558,48 +558,3 @@ def _supports_json(litellm: Any, model: str) -> bool:
         return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
     except Exception:
         return False
-
-
-# -- judge replies ----------------------------------------------------------------------------
-
-
-@dataclass
-class JudgeReply:
-    """A judge's answer: ``{passed, score, reason}`` (either of passed and score may be absent)."""
-
-    passed: bool | None
-    score: float | None
-    reason: str = ""
-    usage: Usage | None = None
-
-    def decide(self, threshold: float | None) -> bool:
-        """``score >= threshold`` when both are given, else the judge's ``passed``."""
-        if threshold is not None and self.score is not None:
-            return self.score >= threshold
-        if self.passed is not None:
-            return self.passed
-        return (self.score or 0.0) >= 0.5
-
-
-def parse_judge_reply(value: Any, *, require_score: bool = False) -> JudgeReply:
-    """A ``JudgeReply`` from reply text or a parsed object; ``ValueError`` says what is wrong."""
-    data = extract_json(value) if isinstance(value, str) else value
-    if not isinstance(data, dict):
-        raise ValueError('expected a JSON object like {"passed": true, "score": 0.9, "reason": "..."}')
-    passed = data.get("passed")
-    if isinstance(passed, str) and passed.strip().lower() in ("true", "false"):
-        passed = passed.strip().lower() == "true"
-    if passed is not None and not isinstance(passed, bool):
-        raise ValueError(f"`passed` must be true or false, not {passed!r}")
-    score = data.get("score")
-    if score is not None:
-        try:
-            score = float(score)
-        except (TypeError, ValueError):
-            raise ValueError(f"`score` must be a number from 0 to 1, not {score!r}") from None
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"`score` must be from 0 to 1, not {score:g}")
-    if score is None and (require_score or passed is None):
-        raise ValueError("the reply has no `score`" + ("" if require_score else " and no `passed`"))
-    reason = data.get("reason") or data.get("reasoning") or ""
-    return JudgeReply(passed, score, str(reason))
