@@ -8,21 +8,24 @@ and ``LITELLM_MODE=PRODUCTION`` are set unless the user set them: no cost-map do
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
 timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
 simulator and generator calls are cached on disk, one JSON file per call, keyed on everything
-that shapes the answer including the run index, so ``--runs 5`` asks five times.
+that shapes the answer (the endpoint included) and the run index, so ``--runs 5`` asks five
+times; identical cacheable calls in flight at once are made once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import random
+import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +43,7 @@ MODEL_ENV = "SPECRUN_MODEL"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
 DEFAULT_CACHE_DIR = ".specrun-cache"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the key holds the endpoint
 _MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
 
 T = TypeVar("T")
@@ -255,6 +258,35 @@ class DiskCache:
         self._path(key).unlink(missing_ok=True)
 
 
+def _from_entry(entry: Mapping[str, Any] | None, model: str, key: str) -> Completion | None:
+    """The cached answer, or None (a miss) for an entry of any other shape."""
+    if entry is None:
+        return None
+    text, calls, finish = entry.get("text"), entry.get("tool_calls") or [], entry.get("finish_reason")
+    if not isinstance(text, str) or not isinstance(calls, list) or not isinstance(finish, str | None):
+        return None
+    tool_calls = []
+    for call in calls:
+        if not isinstance(call, dict):
+            return None
+        name, arguments, call_id = call.get("name"), call.get("arguments") or {}, call.get("id")
+        if not (isinstance(name, str) and isinstance(arguments, dict) and isinstance(call_id, str | None)):
+            return None
+        tool_calls.append(ToolCall(name, arguments, id=call_id))
+    return Completion(text, tool_calls, raw=entry, cached=True, model=model, finish_reason=finish, attempts=0, key=key)
+
+
+# Environment settings that choose where litellm sends a call (OPENAI_API_BASE, AZURE_API_BASE,
+# AZURE_API_VERSION, AWS_REGION_NAME, VERTEXAI_LOCATION, ...): another server's answer is
+# another answer, so they are part of the cache key. Keys are not: the same endpoint and model
+# answer the same whoever pays.
+_ENDPOINT_ENV = re.compile(r"_(API_BASE|BASE_URL|ENDPOINT|API_VERSION|REGION|REGION_NAME|LOCATION|PROJECT)$")
+
+
+def _endpoint_settings() -> dict[str, str]:
+    return {name: value for name, value in sorted(os.environ.items()) if _ENDPOINT_ENV.search(name)}
+
+
 # -- the client -------------------------------------------------------------------------------
 
 _SECRET_PARAMS = ("api_key", "azure_ad_token", "aws_secret_access_key", "vertex_credentials")
@@ -299,6 +331,8 @@ class ModelClient:
         self.cache_hits = 0
         self.retried = 0
         self.limiters = Limiters()  # per model: 429s halve the calls in flight to it
+        self.endpoint = _endpoint_settings()
+        self._in_flight: dict[str, asyncio.Future[tuple[Completion | None, BaseException | None]]] = {}
 
     @classmethod
     def from_config(
@@ -374,37 +408,62 @@ class ModelClient:
             kwargs["tools"] = tools
         secrets = [str(kwargs[k]) for k in _SECRET_PARAMS if kwargs.get(k)]
 
-        key = None
-        if cache and self.cache is not None:
-            public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
-            material = {
-                "format": CACHE_FORMAT,
-                "model": chosen,
-                "messages": chat,
-                "params": public,
-                "json": json_mode,
-                "version": version,
-                "purpose": purpose,
-                "run": run,
-            }
-            key = self.cache.key(material)
-            entry = self.cache.get(key)
-            if entry is not None:
-                self.cache_hits += 1
-                return Completion(
-                    text=entry.get("text") or "",
-                    tool_calls=[
-                        ToolCall(t["name"], t.get("arguments") or {}, id=t.get("id"))
-                        for t in entry.get("tool_calls") or []
-                    ],
-                    raw=entry,
-                    cached=True,
-                    model=chosen,
-                    finish_reason=entry.get("finish_reason"),
-                    attempts=0,
-                    key=key,
-                )
+        if not (cache and self.cache is not None):
+            return await self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, None)
+        public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
+        material = {
+            "format": CACHE_FORMAT,
+            "model": chosen,
+            "messages": chat,
+            "params": public,
+            "endpoint": self.endpoint,
+            "json": json_mode,
+            "version": version,
+            "purpose": purpose,
+            "run": run,
+        }
+        key = self.cache.key(material)
+        hit = _from_entry(self.cache.get(key), chosen, key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        return await self._single_flight(key, lambda: self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, key))
 
+    async def _single_flight(self, key: str, ask: Callable[[], Awaitable[Completion]]) -> Completion:
+        """Identical calls in flight at once are made once: the others wait for its answer,
+        which reaches them as a cache hit (nothing spent). A call cancelled with its case
+        passes the question to the next one waiting."""
+        while (leader := self._in_flight.get(key)) is not None:
+            answer, error = await asyncio.shield(leader)
+            if error is not None:
+                raise error
+            if answer is not None:
+                self.cache_hits += 1
+                calls = [dataclasses.replace(t) for t in answer.tool_calls]
+                return dataclasses.replace(answer, tool_calls=calls, usage=None, cached=True, attempts=0)
+        outcome: tuple[Completion | None, BaseException | None] = (None, None)
+        self._in_flight[key] = future = asyncio.get_running_loop().create_future()
+        try:
+            answer = await ask()
+            outcome = (answer, None)
+            return answer
+        except Exception as exc:
+            outcome = (None, exc)
+            raise
+        finally:
+            del self._in_flight[key]
+            future.set_result(outcome)
+
+    async def _ask(
+        self,
+        chosen: str,
+        chat: list[dict[str, Any]],
+        kwargs: dict[str, Any],
+        json_mode: bool,
+        purpose: str,
+        secrets: list[str],
+        key: str | None,
+    ) -> Completion:
         litellm = await load_litellm()
         if json_mode and _supports_json(litellm, chosen):
             kwargs["response_format"] = {"type": "json_object"}
@@ -429,8 +488,6 @@ class ModelClient:
                 {
                     "model": chosen,
                     "purpose": purpose,
-                    "run": run,
-                    "version": version,
                     "text": completion.text,
                     "finish_reason": completion.finish_reason,
                     "tool_calls": [{**t.to_dict(), "id": t.id} for t in completion.tool_calls],
