@@ -40,7 +40,7 @@ from .model import (
 )
 from .plugins import Plugins
 from .project import Agent, Project
-from .services import Services
+from .services import Services, case_needs_model
 from .stability import Aggregator, exit_code
 from .verdicts import combine, evaluate_all, judge_usage
 
@@ -290,6 +290,8 @@ class Runner:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
             else:
+                await self._models_ready(job)
+                started = time.perf_counter()  # importing litellm is no case's time
                 if case.before:
                     try:
                         before_data = await call_hook(case.before, dirs, ctx, case)
@@ -316,6 +318,13 @@ class Runner:
         if cancelled:
             raise _Cancelled(result)
         return result
+
+    async def _models_ready(self, job: Job) -> None:
+        """Wait for the model client before the clock of a case that calls a model starts;
+        a case that calls none does not wait."""
+        registry, config = self.plugins.registry, self.project.config
+        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
+            await self.models.ready()
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
