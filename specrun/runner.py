@@ -350,8 +350,9 @@ class Runner:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
             return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
-        except TargetError as exc:
-            return Result(case, "error", run=job.run, error=str(exc))
+        except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
+            done = exc.response
+            return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
         except SpecrunError as exc:
             return Result(case, "error", run=job.run, error=str(exc))
         except Exception as exc:
