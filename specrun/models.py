@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import json
 import logging
 import os
 import random
-import re
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -36,6 +33,7 @@ from .errors import EvaluationError
 from .limiter import Limiters
 from .limiter import retry_after as header_retry_after
 from .model import Message, ToolCall, Usage
+from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .redact import redact
 from .wire import openai_messages
 
@@ -44,8 +42,6 @@ logger = logging.getLogger("specrun.models")
 MODEL_ENV = "SPECRUN_MODEL"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
-DEFAULT_CACHE_DIR = ".specrun-cache"
-CACHE_FORMAT = 2  # 2: the key holds the endpoint
 _MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
 
 T = TypeVar("T")
@@ -229,48 +225,6 @@ def _describe(exc: BaseException, timeout: float) -> str:
 # -- the disk cache ---------------------------------------------------------------------------
 
 
-class DiskCache:
-    """One JSON file per entry under ``root`` (sharded by the key's first two hex digits)."""
-
-    def __init__(self, root: Path | str):
-        self.root = Path(root)
-
-    @staticmethod
-    def key(material: Mapping[str, Any]) -> str:
-        text = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        path = self._path(key)
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):  # a torn or foreign file: treat as a miss
-            return None
-        return data if isinstance(data, dict) and data.get("format") == CACHE_FORMAT else None
-
-    def put(self, key: str, entry: Mapping[str, Any]) -> None:
-        path = self._path(key)
-        try:
-            if not self.root.is_dir():
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
-            os.replace(tmp, path)
-        except OSError as exc:  # a read-only checkout must not fail the run
-            logger.warning("cannot write model cache entry %s: %s", path, exc)
-
-    def discard(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
-
-
 def _from_entry(entry: Mapping[str, Any] | None, model: str, key: str) -> Completion | None:
     """The cached answer, or None (a miss) for an entry of any other shape."""
     if entry is None:
@@ -287,17 +241,6 @@ def _from_entry(entry: Mapping[str, Any] | None, model: str, key: str) -> Comple
             return None
         tool_calls.append(ToolCall(name, arguments, id=call_id))
     return Completion(text, tool_calls, raw=entry, cached=True, model=model, finish_reason=finish, attempts=0, key=key)
-
-
-# Environment settings that choose where litellm sends a call (OPENAI_API_BASE, AZURE_API_BASE,
-# AZURE_API_VERSION, AWS_REGION_NAME, VERTEXAI_LOCATION, ...): another server's answer is
-# another answer, so they are part of the cache key. Keys are not: the same endpoint and model
-# answer the same whoever pays.
-_ENDPOINT_ENV = re.compile(r"_(API_BASE|BASE_URL|ENDPOINT|API_VERSION|REGION|REGION_NAME|LOCATION|PROJECT)$")
-
-
-def _endpoint_settings() -> dict[str, str]:
-    return {name: value for name, value in sorted(os.environ.items()) if _ENDPOINT_ENV.search(name)}
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -344,9 +287,9 @@ class ModelClient:
         self.cache_hits = 0
         self.retried = 0
         self.limiters = Limiters()  # per model: 429s halve the calls in flight to it
-        self.endpoint = _endpoint_settings()
+        self.endpoint = endpoint_settings()
         self._loading: asyncio.Future[Any] | None = None
-        self._in_flight: dict[str, asyncio.Future[tuple[Completion | None, BaseException | None]]] = {}
+        self._in_flight: SingleFlight[Completion] = SingleFlight()
 
     @classmethod
     def from_config(
@@ -455,29 +398,14 @@ class ModelClient:
         return await self._single_flight(key, lambda: self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, key))
 
     async def _single_flight(self, key: str, ask: Callable[[], Awaitable[Completion]]) -> Completion:
-        """Identical calls in flight at once are made once: the others wait for its answer,
-        which reaches them as a cache hit (nothing spent). A call cancelled with its case
-        passes the question to the next one waiting."""
-        while (leader := self._in_flight.get(key)) is not None:
-            answer, error = await asyncio.shield(leader)
-            if error is not None:
-                raise error
-            if answer is not None:
-                self.cache_hits += 1
-                calls = [dataclasses.replace(t) for t in answer.tool_calls]
-                return dataclasses.replace(answer, tool_calls=calls, usage=None, cached=True, attempts=0)
-        outcome: tuple[Completion | None, BaseException | None] = (None, None)
-        self._in_flight[key] = future = asyncio.get_running_loop().create_future()
-        try:
-            answer = await ask()
-            outcome = (answer, None)
+        """Identical calls in flight at once are made once; the others get the answer as a
+        cache hit (nothing spent)."""
+        answer, shared = await self._in_flight.run(key, ask)
+        if not shared:
             return answer
-        except Exception as exc:
-            outcome = (None, exc)
-            raise
-        finally:
-            del self._in_flight[key]
-            future.set_result(outcome)
+        self.cache_hits += 1
+        calls = [dataclasses.replace(t) for t in answer.tool_calls]
+        return dataclasses.replace(answer, tool_calls=calls, usage=None, cached=True, attempts=0)
 
     async def _ask(
         self,

@@ -15,8 +15,8 @@ from support.llm_server import LLMServer
 from specrun.errors import EvaluationError
 from specrun.judging import parse_verdict
 from specrun.model import Message
+from specrun.model_cache import DiskCache
 from specrun.models import (
-    DiskCache,
     ModelClient,
     ModelError,
     openai_messages,
