@@ -17,6 +17,7 @@ times; identical cacheable calls in flight at once are made once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -326,7 +327,8 @@ class ModelClient:
         preload()
 
     async def ready(self) -> None:
-        """Return once litellm is imported (importing it off the event loop if nobody has).
+        """Return once litellm is imported, or failed to import (importing it off the event
+        loop if nobody has); the first model call then reports the failure as its own.
 
         The runner awaits this before it starts the clock of a case that calls a model, so that
         the import never counts against a case's timeout or duration.
@@ -334,7 +336,8 @@ class ModelClient:
         if _litellm is None:
             if self._loading is None:  # one import wait for all the cases, not a thread each
                 self._loading = asyncio.ensure_future(load_litellm())
-            await asyncio.shield(self._loading)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading)
 
     def summary(self) -> dict[str, Any]:
         """Run totals for the report: calls, cache hits, retries, tokens and cost."""

@@ -88,6 +88,26 @@ def test_preload_imports_in_the_background_after_setting_safe_defaults(tmp_path)
     assert _python(code, LITELLM_MODE="DEV", **env).endswith("True DEV True")
 
 
+def test_a_litellm_that_fails_to_import_leaves_the_error_to_the_first_call(tmp_path):
+    # ready() lets the case start; its first model call then is an error naming the cause
+    stub = tmp_path / "litellm"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError('broken install')\n")
+    code = (
+        "import asyncio, specrun.models as m\n"
+        "async def main():\n"
+        "    client = m.ModelClient('openai/x')\n"
+        "    await client.ready()\n"
+        "    try:\n"
+        "        await client.complete([{'role': 'user', 'content': 'hi'}])\n"
+        "    except m.EvaluationError as exc:\n"
+        "        print(exc)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    assert _python(code, **env) == "model calls need litellm, which failed to import: broken install"
+
+
 # -- calls, usage, cost -----------------------------------------------------------------------
 
 
