@@ -46,9 +46,9 @@ def _conversation(messages: list[Message]) -> list[dict[str, Any]]:
     turns = []
     for message in messages:
         turn: dict[str, Any] = {"role": message.role, "content": message.text}
-        names = [str(p.get("path") or p.get("source") or "").rsplit("/", 1)[-1] for p in message.attachments]
-        if names:
-            turn["attachments"] = names
+        files = [(p.get("type", "file"), str(p.get("path") or p.get("source") or "")) for p in message.attachments]
+        if files:
+            turn["attachments"] = [f"{kind}: {name.rsplit('/', 1)[-1]}" for kind, name in files]
         turns.append(turn)
     return turns
 
