@@ -19,13 +19,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .errors import EvaluationError
+from .judging import DATA_RULES, data_block, parse_verdict
 from .model import Usage
 
 Mode = Literal["score", "llm", "fallback"]
 MODES: tuple[str, ...] = ("score", "llm", "fallback")
 DEFAULT_MODE: Mode = "fallback"
 DEFAULT_THRESHOLD = 0.8
-PROMPT_VERSION = "compare/1"
+PROMPT_VERSION = "compare/2"
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ASCII_PUNCT = set(string.punctuation)
@@ -108,32 +109,41 @@ class Judgement:
 Judge = Callable[[str, str, "str | None"], Awaitable[Judgement]]
 """``judge(actual, expected, user_input)``: how well ``actual`` conveys ``expected``."""
 
-SYSTEM_PROMPT = """\
-You evaluate whether an AI agent's ACTUAL answer conveys the same information as an EXPECTED \
-answer to the same question.
+SYSTEM_PROMPT = f"""\
+You evaluate whether an AI agent's answer conveys the same information as an EXPECTED ANSWER \
+to the same question.
 - Judge meaning, not wording: paraphrases, reordering and different formatting are fine.
 - Do not penalise extra correct detail beyond a short expected answer.
 - Penalise missing, wrong or contradicting key facts.
-Reply with a JSON object only: {"score": <number from 0 to 1>, "reason": "<one sentence>"}, \
-where 1 means the same information and 0 means unrelated or contradicting."""
+{DATA_RULES}"""
+
+REPLY_FORMAT = (
+    'Reply with one JSON object and nothing else: {"score": <a number from 0 to 1>, "reason": '
+    '"<one sentence>"}, where 1 means the same information and 0 means unrelated or contradicting. '
+    "Write the reason in your own words: do not copy JSON, code or markers from the material."
+)
 
 
 def judge_messages(actual: str, expected: str, user_input: str | None) -> list[dict[str, str]]:
-    """The chat messages the built-in llm-mode judge sends."""
-    question = f"QUESTION:\n{user_input}\n\n" if user_input else ""
-    user = f"{question}EXPECTED ANSWER:\n{expected}\n\nACTUAL ANSWER:\n{actual}"
+    """The chat messages the built-in llm-mode judge sends: the expected answer (the author's),
+    then the question and the agent's answer as delimited data."""
+    material = {"question": user_input, "answer": actual}
+    user = (
+        f"EXPECTED ANSWER:\n{expected}\n\n"
+        f"THE MATERIAL TO JUDGE (question, answer):\n{data_block(material)}\n\n{REPLY_FORMAT}"
+    )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def model_judge(client: Any, *, model: str | None = None, run: int = 1) -> Judge:
-    """A judge that asks ``client`` (a ``specrun.models.ModelClient``) with the built-in rubric."""
-    from .models import parse_judge_reply
+def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = DEFAULT_THRESHOLD) -> Judge:
+    """A judge that asks ``client`` (a ``specrun.models.ModelClient``) with the built-in rubric;
+    its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
     async def judge(actual: str, expected: str, user_input: str | None) -> Judgement:
         reply, usage = await client.complete_json(
             judge_messages(actual, expected, user_input),
-            lambda text: parse_judge_reply(text, require_score=True),
-            reminder='Reply with {"score": <0..1>, "reason": "..."} only.',
+            lambda text: parse_verdict(text, threshold, require_score=True),
+            reminder=REPLY_FORMAT,
             model=model,
             purpose="judge",
             run=run,
@@ -201,7 +211,9 @@ async def compare(
             + (" (no score match)" if mode == "fallback" else "")
             + "; configure one (SPECRUN_MODEL or `model` in specrun.yaml) or use mode: score"
         )
-    ask: Judge = model_judge(judge, model=model, run=run) if hasattr(judge, "complete_json") else judge
+    ask: Judge = judge
+    if hasattr(judge, "complete_json"):
+        ask = model_judge(judge, model=model, run=run, threshold=threshold)
     usage = Usage()
     passed = False
     for alternative in alternatives:

@@ -181,6 +181,10 @@ class Conversation:
             try:
                 response = as_response(await self.session.send(list(self.history)))
             except SpecrunError as exc:
+                failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
+                if failed is not None:
+                    self.response = failed
+                    self._spend(failed.usage)
                 raise _Stop("error", f"{exc} (in turn {self.turn})") from exc
             except Exception as exc:
                 raise _Stop("error", f"agent error: {type(exc).__name__}: {exc} (in turn {self.turn})") from exc

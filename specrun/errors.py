@@ -61,7 +61,13 @@ class ReportError(SpecrunError):
 
 
 class TargetError(SpecrunError):
-    """The agent under test failed: it crashed, hung, or answered with garbage."""
+    """The agent under test failed: it crashed, hung, or answered with garbage.
+
+    ``response`` may carry what the agent did before failing (tool calls, usage and cost), for
+    the case's result to keep.
+    """
+
+    response: Any = None
 
 
 class EvaluationError(SpecrunError):

@@ -1,28 +1,31 @@
 """The one place that calls model providers (through litellm): lazy import, retries, cache, cost.
 
-litellm takes seconds to import, so it is imported on first use, or earlier in a background
-thread when the runner calls :func:`preload`. Before importing it, ``LITELLM_LOCAL_MODEL_COST_MAP``
+litellm takes seconds to import (and half a second more on its first call), so it is imported
+and warmed up on first use, or earlier in a background thread when the runner calls
+:func:`preload`; the runner waits for it (:meth:`ModelClient.ready`) before a model-backed case's
+clock starts. Before importing it, ``LITELLM_LOCAL_MODEL_COST_MAP``
 and ``LITELLM_MODE=PRODUCTION`` are set unless the user set them: no cost-map download and no
 ``.env`` loading behind the user's back.
 
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
 timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
 simulator and generator calls are cached on disk, one JSON file per call, keyed on everything
-that shapes the answer including the run index, so ``--runs 5`` asks five times.
+that shapes the answer (the endpoint included) and the run index, so ``--runs 5`` asks five
+times; identical cacheable calls in flight at once are made once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import contextlib
+import dataclasses
 import json
 import logging
 import os
 import random
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,7 +33,8 @@ from typing import Any, TypeVar
 from .errors import EvaluationError
 from .limiter import Limiters
 from .limiter import retry_after as header_retry_after
-from .model import Message, ToolCall, Usage, extract_json
+from .model import Message, ToolCall, Usage
+from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .redact import redact, register
 from .wire import openai_messages
 
@@ -39,8 +43,6 @@ logger = logging.getLogger("specrun.models")
 MODEL_ENV = "SPECRUN_MODEL"
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
-DEFAULT_CACHE_DIR = ".specrun-cache"
-CACHE_FORMAT = 1
 _MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
 
 T = TypeVar("T")
@@ -63,8 +65,19 @@ def _import_litellm() -> Any:
             except ImportError as exc:  # pragma: no cover - litellm is a dependency
                 raise EvaluationError(f"model calls need litellm, which failed to import: {exc}") from exc
             litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per error
+            _warm_up(litellm)
             _litellm = litellm
     return _litellm
+
+
+def _warm_up(litellm: Any) -> None:
+    """Make one mock call (no request is sent): litellm imports dozens of its modules on its
+    first call, half a second here, which would otherwise land in the first case's time."""
+    try:
+        ping = [{"role": "user", "content": "."}]
+        litellm.completion(model="openai/specrun-warm-up", messages=ping, mock_response=".")
+    except Exception:  # only a head start: a real call that fails reports its own error
+        logger.debug("warming litellm up failed", exc_info=True)
 
 
 def preload() -> None:
@@ -213,46 +226,22 @@ def _describe(exc: BaseException, timeout: float) -> str:
 # -- the disk cache ---------------------------------------------------------------------------
 
 
-class DiskCache:
-    """One JSON file per entry under ``root`` (sharded by the key's first two hex digits)."""
-
-    def __init__(self, root: Path | str):
-        self.root = Path(root)
-
-    @staticmethod
-    def key(material: Mapping[str, Any]) -> str:
-        text = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        path = self._path(key)
-        try:
-            data = json.loads(path.read_text("utf-8"))
-        except FileNotFoundError:
+def _from_entry(entry: Mapping[str, Any] | None, model: str, key: str) -> Completion | None:
+    """The cached answer, or None (a miss) for an entry of any other shape."""
+    if entry is None:
+        return None
+    text, calls, finish = entry.get("text"), entry.get("tool_calls") or [], entry.get("finish_reason")
+    if not isinstance(text, str) or not isinstance(calls, list) or not isinstance(finish, str | None):
+        return None
+    tool_calls = []
+    for call in calls:
+        if not isinstance(call, dict):
             return None
-        except (OSError, ValueError):  # a torn or foreign file: treat as a miss
+        name, arguments, call_id = call.get("name"), call.get("arguments") or {}, call.get("id")
+        if not (isinstance(name, str) and isinstance(arguments, dict) and isinstance(call_id, str | None)):
             return None
-        return data if isinstance(data, dict) and data.get("format") == CACHE_FORMAT else None
-
-    def put(self, key: str, entry: Mapping[str, Any]) -> None:
-        path = self._path(key)
-        try:
-            if not self.root.is_dir():
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
-            os.replace(tmp, path)
-        except OSError as exc:  # a read-only checkout must not fail the run
-            logger.warning("cannot write model cache entry %s: %s", path, exc)
-
-    def discard(self, key: str) -> None:
-        self._path(key).unlink(missing_ok=True)
+        tool_calls.append(ToolCall(name, arguments, id=call_id))
+    return Completion(text, tool_calls, raw=entry, cached=True, model=model, finish_reason=finish, attempts=0, key=key)
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -299,6 +288,9 @@ class ModelClient:
         self.cache_hits = 0
         self.retried = 0
         self.limiters = Limiters()  # per model: 429s halve the calls in flight to it
+        self.endpoint = endpoint_settings()
+        self._loading: asyncio.Future[Any] | None = None
+        self._in_flight: SingleFlight[Completion] = SingleFlight()
 
     @classmethod
     def from_config(
@@ -333,6 +325,19 @@ class ModelClient:
     def preload(self) -> None:
         """Start importing litellm in the background; see :func:`preload`."""
         preload()
+
+    async def ready(self) -> None:
+        """Return once litellm is imported, or failed to import (importing it off the event
+        loop if nobody has); the first model call then reports the failure as its own.
+
+        The runner awaits this before it starts the clock of a case that calls a model, so that
+        the import never counts against a case's timeout or duration.
+        """
+        if _litellm is None:
+            if self._loading is None:  # one import wait for all the cases, not a thread each
+                self._loading = asyncio.ensure_future(load_litellm())
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading)
 
     def summary(self) -> dict[str, Any]:
         """Run totals for the report: calls, cache hits, retries, tokens and cost."""
@@ -377,37 +382,47 @@ class ModelClient:
             if kwargs.get(param):
                 register(str(kwargs[param]), param)
 
-        key = None
-        if cache and self.cache is not None:
-            public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
-            material = {
-                "format": CACHE_FORMAT,
-                "model": chosen,
-                "messages": chat,
-                "params": public,
-                "json": json_mode,
-                "version": version,
-                "purpose": purpose,
-                "run": run,
-            }
-            key = self.cache.key(material)
-            entry = self.cache.get(key)
-            if entry is not None:
-                self.cache_hits += 1
-                return Completion(
-                    text=entry.get("text") or "",
-                    tool_calls=[
-                        ToolCall(t["name"], t.get("arguments") or {}, id=t.get("id"))
-                        for t in entry.get("tool_calls") or []
-                    ],
-                    raw=entry,
-                    cached=True,
-                    model=chosen,
-                    finish_reason=entry.get("finish_reason"),
-                    attempts=0,
-                    key=key,
-                )
+        if not (cache and self.cache is not None):
+            return await self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, None)
+        public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
+        material = {
+            "format": CACHE_FORMAT,
+            "model": chosen,
+            "messages": chat,
+            "params": public,
+            "endpoint": self.endpoint,
+            "json": json_mode,
+            "version": version,
+            "purpose": purpose,
+            "run": run,
+        }
+        key = self.cache.key(material)
+        hit = _from_entry(self.cache.get(key), chosen, key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        return await self._single_flight(key, lambda: self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, key))
 
+    async def _single_flight(self, key: str, ask: Callable[[], Awaitable[Completion]]) -> Completion:
+        """Identical calls in flight at once are made once; the others get the answer as a
+        cache hit (nothing spent)."""
+        answer, shared = await self._in_flight.run(key, ask)
+        if not shared:
+            return answer
+        self.cache_hits += 1
+        calls = [dataclasses.replace(t) for t in answer.tool_calls]
+        return dataclasses.replace(answer, tool_calls=calls, usage=None, cached=True, attempts=0)
+
+    async def _ask(
+        self,
+        chosen: str,
+        chat: list[dict[str, Any]],
+        kwargs: dict[str, Any],
+        json_mode: bool,
+        purpose: str,
+        secrets: list[str],
+        key: str | None,
+    ) -> Completion:
         litellm = await load_litellm()
         if json_mode and _supports_json(litellm, chosen):
             kwargs["response_format"] = {"type": "json_object"}
@@ -432,8 +447,6 @@ class ModelClient:
                 {
                     "model": chosen,
                     "purpose": purpose,
-                    "run": run,
-                    "version": version,
                     "text": completion.text,
                     "finish_reason": completion.finish_reason,
                     "tool_calls": [{**t.to_dict(), "id": t.id} for t in completion.tool_calls],
@@ -561,48 +574,3 @@ def _supports_json(litellm: Any, model: str) -> bool:
         return "response_format" in (litellm.get_supported_openai_params(model=model) or [])
     except Exception:
         return False
-
-
-# -- judge replies ----------------------------------------------------------------------------
-
-
-@dataclass
-class JudgeReply:
-    """A judge's answer: ``{passed, score, reason}`` (either of passed and score may be absent)."""
-
-    passed: bool | None
-    score: float | None
-    reason: str = ""
-    usage: Usage | None = None
-
-    def decide(self, threshold: float | None) -> bool:
-        """``score >= threshold`` when both are given, else the judge's ``passed``."""
-        if threshold is not None and self.score is not None:
-            return self.score >= threshold
-        if self.passed is not None:
-            return self.passed
-        return (self.score or 0.0) >= 0.5
-
-
-def parse_judge_reply(value: Any, *, require_score: bool = False) -> JudgeReply:
-    """A ``JudgeReply`` from reply text or a parsed object; ``ValueError`` says what is wrong."""
-    data = extract_json(value) if isinstance(value, str) else value
-    if not isinstance(data, dict):
-        raise ValueError('expected a JSON object like {"passed": true, "score": 0.9, "reason": "..."}')
-    passed = data.get("passed")
-    if isinstance(passed, str) and passed.strip().lower() in ("true", "false"):
-        passed = passed.strip().lower() == "true"
-    if passed is not None and not isinstance(passed, bool):
-        raise ValueError(f"`passed` must be true or false, not {passed!r}")
-    score = data.get("score")
-    if score is not None:
-        try:
-            score = float(score)
-        except (TypeError, ValueError):
-            raise ValueError(f"`score` must be a number from 0 to 1, not {score!r}") from None
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"`score` must be from 0 to 1, not {score:g}")
-    if score is None and (require_score or passed is None):
-        raise ValueError("the reply has no `score`" + ("" if require_score else " and no `passed`"))
-    reason = data.get("reason") or data.get("reasoning") or ""
-    return JudgeReply(passed, score, str(reason))

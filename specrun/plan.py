@@ -20,6 +20,7 @@ from .model import Case, Suite
 from .plugins import Plugins
 from .project import Agent, Project
 from .runner import Job
+from .services import case_needs_model
 
 
 @dataclass
@@ -39,16 +40,7 @@ class Plan:
     def needs_model(self, registry: Any, config: dict[str, Any]) -> bool:
         """True when a judge, an LLM simulator or a model-backed target will be called
         (``config``: the project's ``specrun.yaml``)."""
-        return any(_case_needs_model(case, agent, registry, config) for case, agent in self.pairs)
-
-
-def _case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
-    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
-    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
-        return True
-    if case.simulator is not None and registry.get("simulator", case.simulator.get("type", "agent")).needs_model:
-        return True
-    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+        return any(case_needs_model(case, agent, registry, config) for case, agent in self.pairs)
 
 
 def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:

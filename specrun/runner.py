@@ -49,7 +49,7 @@ from .model import (
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
-from .services import Services
+from .services import Services, case_needs_model
 from .stability import Aggregator, exit_code
 from .verdicts import combine, evaluate_all, judge_usage
 
@@ -333,6 +333,8 @@ class Runner:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
             else:
+                await self._models_ready(job)
+                started = time.perf_counter()  # importing litellm is no case's time
                 if case.before:
                     before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
                 result = await self._execute(job, ctx)
@@ -388,6 +390,13 @@ class Runner:
         except Exception as exc:
             raise _HookFailed(f"{kind} hook {ref} failed: {type(exc).__name__}: {exc}") from exc
 
+    async def _models_ready(self, job: Job) -> None:
+        """Wait for the model client before the clock of a case that calls a model starts;
+        a case that calls none does not wait."""
+        registry, config = self.plugins.registry, self.project.config
+        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
+            await self.models.ready()
+
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
@@ -412,8 +421,9 @@ class Runner:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
             return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
-        except TargetError as exc:
-            return Result(case, "error", run=job.run, error=str(exc))
+        except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
+            done = exc.response
+            return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
         except SpecrunError as exc:
             return Result(case, "error", run=job.run, error=str(exc))
         except Exception as exc:

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import EvaluationError
-from .model import Context, Message, Response, Usage
+from .model import Case, Context, Message, Response, Usage
+
+if TYPE_CHECKING:
+    from .project import Agent
 
 T = TypeVar("T")
 
 AgentCaller = Callable[[str, list[Message], Context], Awaitable[Response]]
+
+
+def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
+    """True when running ``case`` against ``agent`` calls a model: a judge, an LLM simulator or
+    a model-backed target (``config``: the project's ``specrun.yaml``)."""
+    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
+    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
+        return True
+    if case.simulator is not None and registry.get("simulator", case.simulator.get("type", "agent")).needs_model:
+        return True
+    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
 
 
 @dataclass

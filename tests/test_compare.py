@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.llm_server import LLMServer
+from support.llm_server import LLMServer, data_section
 
 from specrun.compare import Judgement, compare, normalize, quasi_exact
 from specrun.errors import EvaluationError
@@ -146,7 +146,9 @@ async def test_llm_mode_with_a_model_client_over_http(tmp_path):
         body = server.requests[0]
         assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
         prompt = body["messages"][-1]["content"]
-        assert "QUESTION:\nWho won the 1996" in prompt and "ACTUAL ANSWER:\nSri Lanka took" in prompt
+        data, authored = data_section(prompt)
+        assert data == {"question": "Who won the 1996 cricket world cup?", "answer": "Sri Lanka took the title."}
+        assert authored.startswith("EXPECTED ANSWER:\nSri Lanka won the 1996 cricket world cup\n")
         again = await compare(
             "Sri Lanka took the title.",
             ["Sri Lanka won the 1996 cricket world cup"],

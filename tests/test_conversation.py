@@ -320,7 +320,11 @@ async def test_llm_simulator_drives_a_conversation(registry, tmp_path):
         assert [t["input"] for t in result.turns] == ["I need to file an expense", "Travel, $3500, confirm"]
         prompt = server.requests[1]["messages"][0]["content"]
         assert "Persona: A new employee" in prompt and "Goal: Submit a $3500 travel expense" in prompt
-        assert "user: I need to file an expense\nassistant: What type?" in prompt
+        assert server.requests[1]["messages"][1:] == [  # the simulated user speaks as the assistant
+            {"role": "user", "content": "(The conversation has not started: you speak first.)"},
+            {"role": "assistant", "content": "I need to file an expense"},
+            {"role": "user", "content": "What type?"},
+        ]
         assert "turn 2 of at most 20" in prompt
         assert server.requests[0]["model"] == "gpt-4o-mini"
         assert result.usage is not None and result.usage.total_tokens == 30  # two simulator calls

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
 from specrun_plugins.assertions.match import Match
-from support.llm_server import LLMServer
+from support.llm_server import LLMServer, data_section
 
 from specrun.errors import EvaluationError, TargetError
 from specrun.kinds import Check
@@ -70,15 +70,14 @@ async def test_llm_judge_pass_shows_the_reason_and_usage(server):
     assert verdict.details["usage"]["total_tokens"] == 15 and verdict.details["usage"]["cost"] > 0
     body = server.requests[0]
     assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
-    prompt = body["messages"][1]["content"]
-    for part in (
-        "CRITERIA:\nNames the capital",
-        f"user: {QUESTION}",
-        "REFERENCE ANSWER:\nParis",
-        '"name": "search"',
-        "AGENT RESPONSE:\nThe capital is Paris.",
-    ):
-        assert part in prompt
+    data, authored = data_section(body["messages"][1]["content"])
+    assert data == {
+        "conversation": [{"role": "user", "content": QUESTION}],
+        "tool_calls": [{"name": "search", "arguments": {"q": "France"}}],
+        "response": "The capital is Paris.",
+    }
+    assert authored.startswith("CRITERIA:\nNames the capital correctly\n\nREFERENCE ANSWER:\nParis\n")
+    assert "passed is true exactly when the score is at least 0.5" in authored
 
 
 async def test_llm_judge_fail(server):
@@ -88,10 +87,13 @@ async def test_llm_judge_fail(server):
     assert not verdict.passed and verdict.message == "It names Lyon."
 
 
-async def test_the_threshold_decides_when_the_judge_gives_a_score(server):
-    server.script(verdict_json(True, 0.6, "Mostly."))
-    verdict = await LlmJudge().evaluate(Assertion("llm", {"criteria": "c", "threshold": 0.7}), make_check(server))
-    assert not verdict.passed and verdict.details["judge_passed"] is True
+async def test_the_threshold_decides_a_score_and_is_told_to_the_judge(server):
+    server.script({"content": '{"score": 0.6, "reason": "Mostly."}'}, verdict_json(False, 0.6, "Mostly."))
+    assertion = Assertion("llm", {"criteria": "c", "threshold": 0.7})
+    for _ in range(2):
+        verdict = await LlmJudge().evaluate(assertion, make_check(server))
+        assert not verdict.passed and verdict.score == 0.6 and verdict.details["threshold"] == 0.7
+    assert "passed is true exactly when the score is at least 0.7" in server.requests[0]["messages"][1]["content"]
 
 
 async def test_llm_judge_garbage_is_an_error_after_exactly_one_retry(server):
@@ -180,6 +182,7 @@ async def test_agent_assertion_runs_the_validator_agent_with_the_seed_metadata()
     assert metadata["tone"] == "professional and friendly" and metadata["output"] == "The capital is Paris."
     assert metadata["input"] == [{"role": "user", "content": QUESTION}]
     assert "CRITERIA:\nAnswers the question\nAlso:\n- tone: professional and friendly" in messages[0].text
+    assert data_section(messages[0].text)[0]["response"] == "The capital is Paris."
 
 
 async def test_a_validator_agent_replying_prose_is_asked_once_more_then_an_error():
@@ -228,7 +231,7 @@ async def test_match_falls_back_to_the_case_expected_and_the_llm_judge(server):
     assert verdict.details["mode"] == "fallback" and verdict.details["decided_by"] == "llm"
     assert [a["stage"] for a in verdict.details["attempts"]] == ["score", "llm"]
     assert verdict.details["usage"]["total_tokens"] == 15
-    assert f"QUESTION:\n{QUESTION}" in server.requests[0]["messages"][1]["content"]
+    assert data_section(server.requests[0]["messages"][1]["content"])[0]["question"] == QUESTION
 
 
 async def test_match_mode_defaults_to_the_project_config(server):

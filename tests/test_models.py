@@ -13,13 +13,13 @@ import pytest
 from support.llm_server import LLMServer
 
 from specrun.errors import EvaluationError
+from specrun.judging import parse_verdict
 from specrun.model import Message
+from specrun.model_cache import DiskCache
 from specrun.models import (
-    DiskCache,
     ModelClient,
     ModelError,
     openai_messages,
-    parse_judge_reply,
     retry_after,
 )
 from specrun.redact import redact
@@ -86,6 +86,26 @@ def test_preload_imports_in_the_background_after_setting_safe_defaults(tmp_path)
     env = {"PYTHONPATH": f"{stub.parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     assert _python(code, **env) == "specrun-litellm-import True PRODUCTION True"
     assert _python(code, LITELLM_MODE="DEV", **env).endswith("True DEV True")
+
+
+def test_a_litellm_that_fails_to_import_leaves_the_error_to_the_first_call(tmp_path):
+    # ready() lets the case start; its first model call then is an error naming the cause
+    stub = tmp_path / "litellm"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError('broken install')\n")
+    code = (
+        "import asyncio, specrun.models as m\n"
+        "async def main():\n"
+        "    client = m.ModelClient('openai/x')\n"
+        "    await client.ready()\n"
+        "    try:\n"
+        "        await client.complete([{'role': 'user', 'content': 'hi'}])\n"
+        "    except m.EvaluationError as exc:\n"
+        "        print(exc)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    assert _python(code, **env) == "model calls need litellm, which failed to import: broken install"
 
 
 # -- calls, usage, cost -----------------------------------------------------------------------
@@ -248,7 +268,7 @@ def test_a_torn_cache_file_is_a_miss(tmp_path):
 async def test_complete_json_retries_an_unusable_reply_once(server, tmp_path):
     server.script({"content": "I think it passes."}, {"content": '{"passed": true, "score": 1, "reason": "ok"}'})
     client = client_for(server, tmp_path)
-    reply, usage = await client.complete_json(USER, parse_judge_reply)
+    reply, usage = await client.complete_json(USER, parse_verdict)
     assert reply.passed and reply.reason == "ok" and usage.total_tokens == 30
     assert len(server.requests) == 2
     assert "could not be used" in server.requests[1]["messages"][-1]["content"]
@@ -258,19 +278,9 @@ async def test_complete_json_gives_up_after_the_second_unusable_reply(server, tm
     server.script({"content": "prose"}, {"content": "more prose"})
     client = client_for(server, tmp_path)
     with pytest.raises(EvaluationError, match=r"unusable twice.*more prose"):
-        await client.complete_json(USER, parse_judge_reply)
+        await client.complete_json(USER, parse_verdict)
     assert len(server.requests) == 2
     assert not [f for f in (tmp_path / "cache").rglob("*.json")]  # garbage is not cached
-
-
-def test_parse_judge_reply_accepts_the_usual_shapes_and_names_the_problem():
-    assert parse_judge_reply('```json\n{"passed": "true", "score": "0.7"}\n```').score == 0.7
-    assert parse_judge_reply({"passed": False, "reasoning": "no"}).reason == "no"
-    for bad, problem in [("nope", "JSON object"), ('{"score": 7}', "from 0 to 1"), ("{}", "no `score`")]:
-        with pytest.raises(ValueError, match=problem):
-            parse_judge_reply(bad)
-    with pytest.raises(ValueError, match="no `score`"):
-        parse_judge_reply('{"passed": true}', require_score=True)
 
 
 # -- configuration ----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from specrun_plugins.simulators._reply import parse_reply
 from specrun_plugins.simulators.agent import AgentSimulator
-from specrun_plugins.simulators.llm import LlmSimulator, render_prompt
+from specrun_plugins.simulators.llm import LlmSimulator, chat
 from specrun_plugins.simulators.scripted import ScriptedSimulator
 
 from specrun import Response
@@ -150,13 +150,21 @@ async def test_agent_simulator_prose_twice_is_an_error():
 # -- llm ----------------------------------------------------------------------------------------
 
 
-def test_llm_prompt_is_the_seed_prompt_filled_in():
-    prompt = render_prompt(state(3, conversation=[Message("user", "hi")]), "new hire", "file it")
+def test_llm_prompt_is_the_seed_prompt_filled_in_and_the_conversation_comes_as_messages():
+    talk = [Message("user", "Hello there"), Message("assistant", "Which type?")]
+    messages = chat(state(3, conversation=talk), "new hire", "file it")
+    prompt = messages[0]["content"]
     assert prompt.startswith("You are simulating a user with the following characteristics:\nPersona: new hire\n")
-    assert "Goal: file it" in prompt and "Current conversation:\nuser: hi" in prompt
+    assert "Goal: file it" in prompt and "Hello there" not in prompt and "Which type?" not in prompt
     assert "turn 3 of at most 10" in prompt and "- says submitted" in prompt
     assert '"goal_achieved": true or false' in prompt
-    assert "(nothing yet: you speak first)" in render_prompt(state(), "", "g")
+    # the simulated user speaks as the assistant; the agent under test's turns are user messages
+    assert messages[1:] == [
+        {"role": "user", "content": "(The conversation has not started: you speak first.)"},
+        {"role": "assistant", "content": "Hello there"},
+        {"role": "user", "content": "Which type?"},
+    ]
+    assert [m["role"] for m in chat(state(), "", "g")] == ["system", "user"]
 
 
 async def test_llm_simulator_without_a_model_client():

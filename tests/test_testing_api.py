@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.llm_server import LLMServer
+from support.llm_server import LLMServer, data_section
 
 from specrun.errors import EvaluationError, TargetError, UsageError
 from specrun.testing import Mode, Test
@@ -41,8 +41,7 @@ def judge_server(monkeypatch):
     """A loopback judge that scores 0.9 when the answer names Sri Lanka, else 0.1."""
 
     def rule(body):
-        prompt = body["messages"][-1]["content"]
-        actual = prompt.split("ACTUAL ANSWER:", 1)[-1]
+        actual = data_section(body["messages"][-1]["content"])[0]["answer"]
         score = 0.9 if "sri lanka" in actual.lower() else 0.1
         return {"content": json.dumps({"score": score, "reason": f"judged {score}"})}
 
@@ -224,7 +223,7 @@ async def test_compare_inside_a_running_loop_with_the_llm_judge(judge_server, mo
     assert await Test.acompare("Sri Lanka!", "Sri Lanka won", mode=Mode.FALLBACK, threshold=0.5)
     bodies = judge_server.requests
     assert len(bodies) == 3 and bodies[0]["model"] == "gpt-4o-mini"
-    assert f"QUESTION:\n{QUESTION}" in bodies[0]["messages"][-1]["content"]
+    assert data_section(bodies[0]["messages"][-1]["content"])[0]["question"] == QUESTION
 
 
 def test_the_model_comes_from_the_config_file_with_its_provider(judge_server, tmp_path):

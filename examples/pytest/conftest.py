@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from support.llm_server import LLMServer
+from support.llm_server import LLMServer, data_section
 
 STOPWORDS = {"a", "an", "the", "of", "was", "is", "by", "and", "in", "to"}
 _SERVER: LLMServer | None = None
@@ -29,10 +29,10 @@ def content_words(text: str) -> set[str]:
 def judge(body: dict[str, Any]) -> dict[str, Any]:
     """Score = the share of the expected answer's words found in the actual answer."""
     prompt = str(body["messages"][-1]["content"])
-    found = re.search(r"EXPECTED ANSWER:\s*(.*?)\s*ACTUAL ANSWER:\s*(.*)", prompt, re.S)
+    found = re.search(r"EXPECTED ANSWER:\s*(.*?)\s*THE MATERIAL TO JUDGE", prompt, re.S)
     if not found:
         return {"content": json.dumps({"score": 0, "reason": "not a judge prompt"})}
-    expected, actual = content_words(found.group(1)), content_words(found.group(2))
+    expected, actual = content_words(found.group(1)), content_words(data_section(prompt)[0]["answer"])
     score = len(expected & actual) / len(expected) if expected else 0.0
     missing = ", ".join(sorted(expected - actual)) or "nothing"
     return {"content": json.dumps({"score": round(score, 2), "reason": f"missing: {missing}"})}

@@ -9,12 +9,14 @@ never by monkeypatching. It runs in a background thread, so sync tests, async te
         server.script({"status": 429, "headers": {"retry-after": "0"}})
         ... use server.base_url ("http://127.0.0.1:PORT/v1") ...
         server.requests  # every JSON body received
+        server.raw[0], server.headers[0]  # the first request's exact body text and its headers
 
 A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments}]), ``status`` and
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
 ``hang`` (never reply), ``drop`` (close the connection), ``usage`` (token counts). Scripted
 behaviours are used in order; then ``responder(body)`` decides, else the reply echoes the last
-user message. ``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
+user message. A ``content`` that is not a string (a verdict dict, say) is sent as its JSON text.
+``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
 included), so tests can see how much concurrency a client really used.
 
 Run as a script it serves until killed and prints its base URL; ``--faults 500=0.1,429=0.1,
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 from collections import deque
@@ -63,6 +66,8 @@ class LLMServer:
         self.responder = responder
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
+        self.raw: list[str] = []  # each request body exactly as it arrived
+        self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._script: deque[dict[str, Any]] = deque()
@@ -81,9 +86,11 @@ class LLMServer:
         with self._lock:
             self._script.extend(behaviours)
 
-    def _next(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _next(self, body: dict[str, Any], raw: str, headers: dict[str, str]) -> dict[str, Any]:
         with self._lock:
             self.requests.append(body)
+            self.raw.append(raw)
+            self.headers.append(headers)
             if self._script:
                 return self._script.popleft()
         if self.responder is not None:
@@ -91,19 +98,20 @@ class LLMServer:
         return {"content": f"echo: {_last_user_text(body)}"}
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.text()
         try:
-            body = await request.json()
+            body = json.loads(raw)
         except ValueError:
             return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
         self.in_flight += 1  # the server's own loop thread: no lock needed
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await self._answer(request, body)
+            return await self._answer(request, body, raw)
         finally:
             self.in_flight -= 1
 
-    async def _answer(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-        behaviour = self._next(body)
+    async def _answer(self, request: web.Request, body: dict[str, Any], raw: str) -> web.StreamResponse:
+        behaviour = self._next(body, raw, dict(request.headers))
         delay = behaviour.get("delay", self.delay)
         if behaviour.get("hang"):
             await asyncio.sleep(3600)
@@ -120,7 +128,10 @@ class LLMServer:
         if status != 200:
             error = {"error": {"message": f"scripted {status}", "type": "scripted", "code": status}}
             return web.json_response(error, status=status, headers=headers)
-        message: dict[str, Any] = {"role": "assistant", "content": behaviour.get("content")}
+        content = behaviour.get("content")
+        if content is not None and not isinstance(content, str):
+            content = json.dumps(content)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if behaviour.get("tool_calls"):
             message["tool_calls"] = [
                 {
@@ -182,6 +193,17 @@ class LLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+_DATA = re.compile(r"^<<<BEGIN DATA ([0-9a-f]{16})>>>\n(.*)\n<<<END DATA \1>>>$", re.M)
+
+
+def data_section(prompt: str) -> tuple[Any, str]:
+    """A judge prompt's one delimited data section, parsed, and the prompt around it (what the
+    test's author wrote); AssertionError unless there is exactly one such section."""
+    found = _DATA.findall(prompt)
+    assert len(found) == 1, f"expected one data section, found {len(found)} in {prompt!r}"
+    return json.loads(found[0][1]), _DATA.sub("<<<DATA>>>", prompt)
 
 
 def fault_responder(

@@ -1,8 +1,10 @@
 """Model-judged assertions: ``llm`` (a rubric judged by a model) and ``agent`` (a validator agent).
 
-The judge answers ``{passed, score, reason}``. An answer that is not such JSON is asked for
-once more, then the assertion is an error, never a silent pass or fail. The reason is the
-verdict's message; tokens and cost go to ``details["usage"]`` for the runner to add to the case.
+The judge reads the author's criteria and the agent's material as delimited data and answers
+``{passed, score, reason}``, read by :func:`specrun.judging.parse_verdict` (its contradiction
+rule included). An unusable answer is asked for once more, then the assertion is an error,
+never a silent pass or fail. The reason is the verdict's message; tokens and cost go to
+``details["usage"]`` for the runner to add to the case.
 Registered by the family's register_assertion_types hook.
 """
 
@@ -13,49 +15,58 @@ import json
 from typing import Any, ClassVar
 
 from specrun.errors import EvaluationError
+from specrun.judging import DATA_RULES, DEFAULT_THRESHOLD, JudgeReply, data_block, parse_verdict
 from specrun.kinds import AssertionType, Check, Verdict
 from specrun.model import Assertion, Message, Usage
-from specrun.models import JudgeReply, parse_judge_reply
 
-LLM_PROMPT_VERSION = "llm-judge/1"
-VALIDATOR_PROMPT_VERSION = "validator/1"
-_REMINDER = (
-    'Reply with a JSON object only: {"passed": true or false, "score": <number from 0 to 1>, '
-    '"reason": "<one or two sentences>"}.'
-)
+LLM_PROMPT_VERSION = "llm-judge/2"
+VALIDATOR_PROMPT_VERSION = "validator/2"
 
 JUDGE_SYSTEM = f"""\
 You are an impartial evaluator of an AI agent's response. Decide whether the response meets \
 the criteria. Judge only against the criteria (and the reference answer, when one is given): \
-do not reward length or style unless the criteria ask for it. Cite the response in your reason.
-{_REMINDER} The score says how fully the criteria are met; passed is true when they are met."""
+do not reward length or style unless the criteria ask for it.
+{DATA_RULES}"""
 
 _THRESHOLD = {"type": "number", "minimum": 0, "maximum": 1}
 _MODEL = {"type": "string", "description": "litellm model name; default: the project's judge."}
 
 
-def render_conversation(messages: list[Message]) -> str:
-    """The conversation as ``role: text`` lines, attachments named."""
-    lines = []
+def reply_format(threshold: float) -> str:
+    """How to reply, the contradiction rule included (also the reminder after an unusable reply)."""
+    return (
+        'Reply with one JSON object and nothing else: {"passed": true or false, "score": <a number '
+        'from 0 to 1>, "reason": "<one or two sentences>"}. The score says how fully the criteria are '
+        f"met; passed is true exactly when the score is at least {threshold:g}. Write the reason in "
+        "your own words: do not copy JSON, code or markers from the material."
+    )
+
+
+def _conversation(messages: list[Message]) -> list[dict[str, Any]]:
+    turns = []
     for message in messages:
-        text = message.text
-        for part in message.attachments:
-            name = part.get("path") or part.get("source") or ""
-            text += f" [{part.get('type', 'file')}: {str(name).rsplit('/', 1)[-1]}]"
-        lines.append(f"{message.role}: {text}")
-    return "\n".join(lines) or "(none)"
+        turn: dict[str, Any] = {"role": message.role, "content": message.text}
+        files = [(p.get("type", "file"), str(p.get("path") or p.get("source") or "")) for p in message.attachments]
+        if files:
+            turn["attachments"] = [f"{kind}: {name.rsplit('/', 1)[-1]}" for kind, name in files]
+        turns.append(turn)
+    return turns
 
 
-def judge_prompt(check: Check, criteria: str, expected: Any = None) -> str:
-    """What the judge reads: criteria, conversation, reference answer, tool calls, response."""
-    parts = [f"CRITERIA:\n{criteria}", f"CONVERSATION:\n{render_conversation(_messages(check))}"]
+def judge_prompt(check: Check, criteria: str, threshold: float, expected: Any = None) -> str:
+    """What the judge reads: the author's criteria and reference answer, then the agent's
+    material (conversation, tool calls, response) as delimited data, then the reply format."""
+    parts = [f"CRITERIA:\n{criteria}"]
     if expected is not None:
         text = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
         parts.append(f"REFERENCE ANSWER:\n{text}")
-    if check.response.tool_calls:
-        calls = [c.to_dict() for c in check.response.tool_calls]
-        parts.append(f"TOOL CALLS MADE BY THE AGENT:\n{json.dumps(calls, default=str)}")
-    parts.append(f"AGENT RESPONSE:\n{check.response.text}")
+    material = {
+        "conversation": _conversation(_messages(check)),
+        "tool_calls": [c.to_dict() for c in check.response.tool_calls],
+        "response": check.response.content,
+    }
+    parts.append(f"THE MATERIAL TO JUDGE (conversation, tool_calls, response):\n{data_block(material)}")
+    parts.append(reply_format(threshold))
     return "\n\n".join(parts)
 
 
@@ -82,13 +93,13 @@ def usage_details(usage: Usage | None) -> dict[str, Any]:
     return {"usage": usage.to_dict()}
 
 
-def _verdict(reply: JudgeReply, threshold: float | None, expected: Any, **extra: Any) -> Verdict:
-    passed = reply.decide(threshold)
+def _verdict(reply: JudgeReply, expected: Any, **extra: Any) -> Verdict:
+    passed = reply.verdict
     details = {
         "reason": reply.reason,
         "score": reply.score,
         "judge_passed": reply.passed,
-        "threshold": threshold,
+        "threshold": reply.threshold,
         **{k: v for k, v in extra.items() if v is not None},
         **usage_details(reply.usage),
     }
@@ -96,19 +107,24 @@ def _verdict(reply: JudgeReply, threshold: float | None, expected: Any, **extra:
     return Verdict(passed, message, expected=expected, score=reply.score, details=details)
 
 
+def _threshold(params: dict[str, Any]) -> float:
+    value = params.get("threshold")
+    return DEFAULT_THRESHOLD if value is None else float(value)
+
+
 async def model_judge(
-    check: Check, criteria: str, *, expected: Any, model: str | None, version: str, what: str
+    check: Check, criteria: str, threshold: float, *, expected: Any, model: str | None, version: str, what: str
 ) -> JudgeReply:
-    """Ask the run's judge model; an unparseable reply is retried once, then an error."""
+    """Ask the run's judge model; an unusable reply is asked for once more, then an error."""
     client = services_of(check, what).models
     messages = [
         {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": judge_prompt(check, criteria, expected)},
+        {"role": "user", "content": judge_prompt(check, criteria, threshold, expected)},
     ]
     reply, usage = await client.complete_json(
         messages,
-        parse_judge_reply,
-        reminder=_REMINDER,
+        lambda text: parse_verdict(text, threshold),
+        reminder=reply_format(threshold),
         model=model,
         purpose="judge",
         run=run_of(check),
@@ -134,17 +150,16 @@ class LlmJudge(AssertionType):
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params
-        threshold = float(params.get("threshold", 0.5))
-        expected = params.get("expected")
         reply = await model_judge(
             check,
             params["criteria"],
-            expected=expected,
+            _threshold(params),
+            expected=params.get("expected"),
             model=params.get("model"),
             version=LLM_PROMPT_VERSION,
             what="the llm assertion",
         )
-        return _verdict(reply, threshold, params["criteria"], model=params.get("model"))
+        return _verdict(reply, params["criteria"], model=params.get("model"))
 
 
 def _criteria(metadata: dict[str, Any]) -> str:
@@ -178,7 +193,7 @@ class AgentJudge(AssertionType):
                 },
                 "description": "Options passed to the validator; metadata.criteria says what to check.",
             },
-            "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default: the judge's passed)."},
+            "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default 0.5)."},
             "model": _MODEL,
         },
     }
@@ -192,8 +207,7 @@ class AgentJudge(AssertionType):
         params = assertion.params
         options = dict(params.get("options") or {})
         metadata = dict(options.get("metadata") or {})
-        threshold = params.get("threshold")
-        threshold = float(threshold) if threshold is not None else None
+        threshold = _threshold(params)
         criteria = _criteria(metadata)
         if "use" not in params:
             if not metadata.get("criteria"):
@@ -201,18 +215,25 @@ class AgentJudge(AssertionType):
             reply = await model_judge(
                 check,
                 criteria,
+                threshold,
                 expected=None,
                 model=params.get("model"),
                 version=VALIDATOR_PROMPT_VERSION,
                 what="the agent assertion",
             )
-            return _verdict(reply, threshold, metadata.get("criteria"), validator="built-in")
+            return _verdict(reply, metadata.get("criteria"), validator="built-in")
         agent_id = str(params["use"]).removeprefix("agents:")
-        reply = await self._ask_agent(agent_id, check, options, metadata, criteria)
-        return _verdict(reply, threshold, metadata.get("criteria"), validator=agent_id)
+        reply = await self._ask_agent(agent_id, check, options, metadata, criteria, threshold)
+        return _verdict(reply, metadata.get("criteria"), validator=agent_id)
 
     async def _ask_agent(
-        self, agent_id: str, check: Check, options: dict[str, Any], metadata: dict[str, Any], criteria: str
+        self,
+        agent_id: str,
+        check: Check,
+        options: dict[str, Any],
+        metadata: dict[str, Any],
+        criteria: str,
+        threshold: float,
     ) -> JudgeReply:
         services = check.services
         if services is None:
@@ -225,10 +246,15 @@ class AgentJudge(AssertionType):
             "tool_calls": [c.to_dict() for c in check.response.tool_calls],
         }
         context = dataclasses.replace(check.context, options={**options, "metadata": metadata})
-        prompt = f"{judge_prompt(check, criteria)}\n\n{_REMINDER}"
-        messages = [Message("user", prompt)]
+        # One user message (a project agent may take no system message): the rules, then the prompt.
+        messages = [Message("user", f"{JUDGE_SYSTEM}\n\n{judge_prompt(check, criteria, threshold)}")]
         reply, usage = await services.ask_agent(
-            agent_id, messages, context, parse_judge_reply, _REMINDER, role="validator agent"
+            agent_id,
+            messages,
+            context,
+            lambda value: parse_verdict(value, threshold),
+            reply_format(threshold),
+            role="validator agent",
         )
         reply.usage = usage
         return reply

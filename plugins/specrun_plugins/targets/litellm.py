@@ -2,7 +2,9 @@
 
 With ``tool_impls`` it runs a tool loop: call the model, run the tools it asks for, append the
 results, call again, until it answers in text (at most ``max_steps`` calls). Without them,
-tool calls are returned as the agent's calls. ``-c/--connector`` replaces ``model``.
+tool calls are returned as the agent's calls. ``-c/--connector`` replaces ``model``. A turn that
+fails (a model call that fails for good, too many steps) raises a ``TargetError`` carrying the
+turn so far, its tool calls and usage, so that a runaway loop's cost shows in the case.
 Registered by the family's register_targets hook.
 """
 
@@ -19,7 +21,7 @@ from specrun.errors import SpecrunError, TargetError
 from specrun.imports import load_callable
 from specrun.kinds import Target
 from specrun.model import Context, Message, Response, ToolCall, Usage, parse_duration
-from specrun.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT, ModelClient, ModelError
+from specrun.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Completion, ModelClient, ModelError
 
 
 class LitellmTarget(Target):
@@ -102,35 +104,43 @@ class LitellmTarget(Target):
         chat.extend(messages)
         impls = self.impls()
         usage = Usage()
-        calls: list[ToolCall] = []
-        raw: Any = None
-        for _ in range(self.max_steps):
-            try:
-                completion = await self.client().complete(
-                    chat,
-                    tools=self.tools or None,
-                    params=self.config.get("params"),
-                    purpose="target",
-                    cache=False,
-                    run=context.run,
-                )
-            except ModelError as exc:
-                raise TargetError(str(exc)) from None
-            except OSError as exc:  # an attachment that cannot be read
-                raise TargetError(f"cannot send the conversation: {exc}") from None
-            usage.add(completion.usage)
-            raw = completion.raw
-            if not completion.tool_calls or not impls:
-                calls.extend(completion.tool_calls)
-                latency = (time.perf_counter() - started) * 1000
-                return Response(completion.text, calls, usage, latency, raw)
-            chat.append(completion.assistant_message())
-            for call in completion.tool_calls:
-                call.result = await self._run_tool(call, impls)
-                calls.append(call)
-                content = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)
-                chat.append({"role": "tool", "tool_call_id": call.id, "content": content})
-        raise TargetError(f"the model was still calling tools after max_steps ({self.max_steps}) calls")
+        done = Response(None, [], usage)  # the turn so far: the case keeps it even if the turn fails
+        try:
+            for _ in range(self.max_steps):
+                completion = await self._complete(chat, context)
+                usage.add(completion.usage)
+                done.raw = completion.raw
+                if not completion.tool_calls or not impls:
+                    done.tool_calls.extend(completion.tool_calls)
+                    done.content = completion.text
+                    done.latency_ms = (time.perf_counter() - started) * 1000
+                    return done
+                chat.append(completion.assistant_message())
+                for call in completion.tool_calls:
+                    call.result = await self._run_tool(call, impls)
+                    done.tool_calls.append(call)
+                    content = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)
+                    chat.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            raise TargetError(f"the model was still calling tools after max_steps ({self.max_steps}) calls")
+        except TargetError as exc:
+            done.latency_ms = (time.perf_counter() - started) * 1000
+            exc.response = done
+            raise
+
+    async def _complete(self, chat: list[Any], context: Context) -> Completion:
+        try:
+            return await self.client().complete(
+                chat,
+                tools=self.tools or None,
+                params=self.config.get("params"),
+                purpose="target",
+                cache=False,
+                run=context.run,
+            )
+        except ModelError as exc:
+            raise TargetError(str(exc)) from None
+        except OSError as exc:  # an attachment that cannot be read
+            raise TargetError(f"cannot send the conversation: {exc}") from None
 
     async def _run_tool(self, call: ToolCall, impls: dict[str, Callable[..., Any]]) -> Any:
         """The tool's result; an unknown tool or a tool that raises answers the model with an error."""
