@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .discovery import folder_skip_reason
 from .documents import load_mapping
 from .errors import Problem, SpecrunError, SuiteError, UsageError
 from .kinds import Target
-from .loader import SKIPPED_DIRS, display_path, load_mapping_file
+from .loader import display_path, load_mapping_file
 from .registry import Registry
 from .schemas import agent_schema, config_schema
 
@@ -97,7 +98,7 @@ class Project:
             found: dict[str, Agent] = {}
             problems = []
             for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+                dirnames[:] = sorted(d for d in dirnames if folder_skip_reason(d) is None)
                 for name in AGENT_NAMES:
                     if name in filenames:
                         try:
