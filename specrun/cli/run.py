@@ -117,6 +117,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     runner = Runner(project, plugins, options, models=models)
     context = SourceContext(Loader(registry), project, runner.services(1), flags["name"])
     _check_reporter(project, flags)
+    for output in flags["outputs"]:
+        registry.reporter_for(output)  # an unknown extension: before any source or lock runs
     given = [("-o", Path(o)) for o in flags["outputs"]] + ([("--save", flags["save"])] if flags["save"] else [])
     from ..outputs import check_outputs
 
@@ -140,6 +142,15 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     if not plan.pairs:
         raise UsageError("no cases to run" + (f" match --run {flags['run_filter']!r}" if flags["run_filter"] else ""))
     _check_connector(plan, project, flags["connector"])
+    jobs = plan.jobs(options.runs)
+    for flag, ref in (("--before", options.before_all), ("--after", options.after_all)):
+        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
+            from ..imports import load_callable
+
+            try:
+                load_callable(ref, runner._hook_dirs(jobs))
+            except UsageError as exc:
+                raise UsageError(f"{flag}: {exc}") from None
     if flags["dry_run"]:
         _show_plan(plan, options.runs, flags["save"])
         await project.aclose()
@@ -176,15 +187,6 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         project_root=project.root,
     )
-    jobs = plan.jobs(options.runs)
-    for flag, ref in (("--before", options.before_all), ("--after", options.after_all)):
-        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
-            from ..imports import load_callable
-
-            try:
-                load_callable(ref, runner._hook_dirs(jobs))
-            except UsageError as exc:
-                raise UsageError(f"{flag}: {exc}") from None
     # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
     # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
     # 700: each one walks the objects of every case in flight, and nearly all of them are freed

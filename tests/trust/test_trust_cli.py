@@ -130,6 +130,8 @@ def test_paths_sources_and_messages_with_i_still_run(tmp_path: Path) -> None:
         (["-o", "out.json", "-o", "./out.json"], "-o out.json: the same file as -o out.json"),
         (["-o", "suites/results.jsonl"], "-o suites/results.jsonl: inside the input folder suites"),
         (["-c", "gpt-4o-mini"], "-c gpt-4o-mini: no agent in this run has a model to replace"),
+        # found before the report's folder and its temporary stream are made
+        (["-o", "new/report.json", "--before", "nohooks.BeforeAll"], "--before: cannot find module 'nohooks'"),
         # the input is a symbolic link: the paths are compared resolved
         (["-o", "suites/chat.jsonl"], "-o suites/chat.jsonl: is an input of this run"),
     ],
