@@ -100,15 +100,8 @@ def _describe(
     return [(path, f"{field}: {error.message}", False)]
 
 
-_TYPE_NAMES = {
-    "object": "a mapping",
-    "array": "a list",
-    "string": "a string",
-    "boolean": "a boolean",
-    "integer": "an integer",
-    "number": "a number",
-    "null": "null",
-}
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "boolean": "a boolean",
+               "integer": "an integer", "number": "a number", "null": "null"}
 
 
 def _types(value: Any) -> list[str]:
