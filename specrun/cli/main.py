@@ -47,10 +47,10 @@ class SpecrunGroup(click.Group):
         """``args`` for the command they name, else for ``run``. A first word that is no command,
         no existing path and no ``source:`` yet resembles a command is a typo: stop before
         anything runs (``run`` rejects the other stray words)."""
-        if not args or args[0] in COMMANDS or "run" not in self.list_commands(ctx):
+        if (args and args[0] in COMMANDS) or "run" not in self.list_commands(ctx):
             return args
-        word = args[0]
-        if not word.startswith("-") and ":" not in word and not os.path.exists(word):
+        word = args[0] if args else ""
+        if word and not word.startswith("-") and ":" not in word and not os.path.exists(word):
             close = difflib.get_close_matches(word, self.list_commands(ctx), n=1)
             if close:
                 ctx.fail(f"No such command {word!r}. Did you mean {close[0]!r}?")

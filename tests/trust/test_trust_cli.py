@@ -108,6 +108,8 @@ def test_a_positional_word_that_is_no_path_or_source_runs_nothing(tmp_path: Path
 
 def test_paths_sources_and_messages_with_i_still_run(tmp_path: Path) -> None:
     root = project(tmp_path, cases=[GREETS])
+    proc = specrun(root)
+    assert proc.returncode == 2 and "nothing to run" in proc.stderr, proc.stdout + proc.stderr
     proc = specrun(root, "suites/", "-o", "out.jsonl")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert calls(root) == ["hi"]
