@@ -153,6 +153,7 @@ def test_everything_a_run_needs_is_checked_before_the_first_case(tmp_path: Path,
 
 def test_two_runs_on_the_same_output_never_interleave(tmp_path: Path) -> None:
     root = project(tmp_path, agent="first_waits", cases=[GREETS])
+    (root / ".shared.jsonl.lock").touch()  # left by a killed run: it must block nothing
     args = [SPECRUN, "suites/chat.jsonl", "-o", "shared.jsonl"]
     first = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
