@@ -18,7 +18,8 @@ from typing import Any
 import jsonschema_rs
 
 from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
-from .documents import SUITE_EXTENSIONS, Document, DocumentError, Record, parse
+from .discovery import find_suite_files
+from .documents import Document, DocumentError, Record, parse
 from .errors import Problem, SuiteError
 from .kinds import AssertionType
 from .model import (
@@ -33,9 +34,6 @@ from .model import (
 )
 from .registry import Registry
 from .schemas import compose, subschema
-
-RESERVED_NAMES = {"agent.yaml", "agent.yml", "specrun.yaml", "specrun.yml", "test-config.yaml"}
-SKIPPED_DIRS = {"fixtures", "node_modules", "__pycache__"}
 
 
 def pointer(path: Iterable[Any]) -> str:
@@ -52,42 +50,6 @@ def display_path(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
-
-
-def is_report(path: Path) -> bool:
-    """True for files specrun itself wrote (result streams, JSON reports): never suites."""
-    if path.name.startswith("output-") and path.suffix == ".jsonl":
-        return True
-    if path.suffix not in (".jsonl", ".json"):
-        return False
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(512)
-    except OSError:
-        return False
-    return b'"specrun_report"' in head or head.lstrip().startswith(b'{"type": "start"')
-
-
-def find_suite_files(root: Path) -> list[Path]:
-    """Suite files under a directory, recursively, in a stable order.
-
-    The rule: ``*.jsonl``, ``*.yaml``, ``*.yml`` and ``*.json`` files, except hidden files and
-    folders, ``fixtures``/``node_modules``/``__pycache__`` folders, agent and config files
-    (``agent.yaml``, ``specrun.yaml``, ``test-config.yaml``) and files specrun wrote itself.
-    """
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
-        for name in sorted(filenames):
-            path = Path(dirpath, name)
-            if (
-                not name.startswith(".")
-                and path.suffix.lower() in SUITE_EXTENSIONS
-                and name not in RESERVED_NAMES
-                and not is_report(path)
-            ):
-                found.append(path)
-    return found
 
 
 def _did_you_mean(value: Any, options: Iterable[str]) -> str:
@@ -172,11 +134,17 @@ class Loader:
         self.schema = compose(registry)
         self._suite = jsonschema_rs.Draft202012Validator(self.schema)
         self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
+        self._loaded: set[Path] = set()
+        self.skipped: list[tuple[Path, str]] = []  # what load passed over, and why (for -v)
 
     # -- public --------------------------------------------------------------------------------
 
     def load(self, paths: Iterable[Path]) -> list[Suite]:
-        """Load suite files (directories searched recursively); raise one ``SuiteError`` for all."""
+        """Load suite files (directories searched recursively); raise one ``SuiteError`` for all.
+
+        A file is read once per loader, however often it is named or reached (a folder and a
+        file in it, a symbolic link): the same cases are never run or counted twice.
+        """
         suites, problems = [], []
         # Loading makes many long-lived objects and little garbage: the cyclic collector would only
         # rescan them, over and over (measured: 40% of validating 10,000 cases).
@@ -184,8 +152,13 @@ class Loader:
         gc.disable()
         try:
             for path in paths:
-                files = find_suite_files(path) if path.is_dir() else [path]
+                files = find_suite_files(path, self.skipped) if path.is_dir() else [path]
                 for file in files:
+                    real = file.resolve()
+                    if real in self._loaded:
+                        self.skipped.append((file, "already loaded: a file is read once"))
+                        continue
+                    self._loaded.add(real)
                     suite, found = self.load_file(file)
                     problems.extend(found)
                     if suite is not None:
@@ -204,7 +177,21 @@ class Loader:
             doc = parse(path, display)
         except DocumentError as exc:
             return None, exc.problems
-        return self._build(doc, Suite(path=path.resolve()), generated=False)
+        suite, problems = self._build(doc, Suite(path=path.resolve()), generated=False)
+        first = doc.top if doc.top is not None else (doc.cases[0] if doc.cases else None)
+        if problems and first is not None and isinstance(first.data, dict) and "specrun_report" in first.data:
+            # A report with a name a folder search loads (output-* ones are passed over): say
+            # that, not the dozens of schema errors a report makes as a suite.
+            return None, [
+                Problem(
+                    display,
+                    first.line,
+                    first.column,
+                    "a report specrun wrote, not a suite: rename it output-*.jsonl or output-*.json"
+                    " (folder searches skip those), or move it out of the suite folder",
+                )
+            ]
+        return suite, problems
 
     def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
         """Cases produced by a source (a generator agent, a script); validated like a file's."""

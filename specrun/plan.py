@@ -6,6 +6,7 @@ All mistakes (in suites, agent files, agent configs) are found here, before anyt
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,7 @@ def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:
     registry = plugins.registry
     sources = registry.classes("source")
     prefix, sep, rest = spec.partition(":")
-    if sep and prefix in sources and not Path(spec).exists():
+    if sep and prefix in sources and not os.path.exists(spec):  # os.path: a long message is no error
         return sources[prefix](), rest
     for cls in sorted(sources.values(), key=lambda c: c.priority):
         if cls.claims(spec):

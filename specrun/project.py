@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .discovery import folder_skip_reason
 from .documents import load_mapping
 from .errors import Problem, SpecrunError, SuiteError, UsageError
 from .kinds import Target
-from .loader import SKIPPED_DIRS, display_path, load_mapping_file
+from .loader import display_path, load_mapping_file
 from .registry import Registry
 from .schemas import agent_schema, config_schema
 
@@ -97,7 +98,7 @@ class Project:
             found: dict[str, Agent] = {}
             problems = []
             for dirpath, dirnames, filenames in os.walk(self.root):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
+                dirnames[:] = sorted(d for d in dirnames if folder_skip_reason(d) is None)
                 for name in AGENT_NAMES:
                     if name in filenames:
                         try:
@@ -152,7 +153,7 @@ class Project:
             return known
         config = dict(agent.target)
         cls = self.registry.get("target", config.get("type", ""))
-        if model and "model" in cls.params_schema.get("properties", {}):
+        if model and self.takes_model(agent):
             config["model"] = model
         key = json.dumps([str(agent.base_dir), config], sort_keys=True, default=str)
         if key not in self._targets:
@@ -163,6 +164,11 @@ class Project:
             self._targets[key] = target
         self._by_agent[(id(agent), model)] = self._targets[key]  # the plan's agents live all run
         return self._targets[key]
+
+    def takes_model(self, agent: Agent) -> bool:
+        """True when the agent's target has a ``model`` that ``-c`` replaces."""
+        cls = self.registry.get("target", agent.target.get("type", ""))
+        return "model" in cls.params_schema.get("properties", {})
 
     def _target_error(self, agent: Agent, found: list[tuple[str, str]]) -> SpecrunError:
         """Target config mistakes: located in the agent file when there is one."""

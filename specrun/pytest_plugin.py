@@ -1,11 +1,12 @@
 """pytest plugin (entry point ``pytest11``): ``pytest suites/`` runs specrun suite files, one item per case.
 
-Which files: the suite files ``specrun suites/`` would load (``*.jsonl``, ``*.yaml``, ``*.yml``,
-``*.json``; not hidden, not under ``fixtures``/``node_modules``/``__pycache__``, not
-``agent.yaml``/``specrun.yaml``/``test-config.yaml``, not reports specrun wrote), and only
-inside a specrun project: a folder at or above the file holds ``specrun.yaml`` or
-``agent.yaml``. ``--specrun`` collects them anywhere. So JSON and YAML data in ordinary test
-folders is never mistaken for a suite.
+Which files: the suite files ``specrun suites/`` would load (the rule of
+:mod:`specrun.discovery`, by name and location: ``*.jsonl``, ``*.yaml``, ``*.yml``, ``*.json``;
+not hidden, not under ``fixtures``/``node_modules``/``__pycache__``, not agent or config files,
+not ``*.schema.json``, not ``output-*.jsonl``/``output-*.json``), and only inside a specrun
+project: a folder at or above the file holds ``specrun.yaml`` or ``agent.yaml``. ``--specrun``
+collects them anywhere. So JSON and YAML data in ordinary test folders is never mistaken for a
+suite.
 
 Each case is an item named by its id (node id ``path::case_id``), so ``-k``, ``-x``,
 ``--junitxml``, ``-m TAG`` (a case's ``tags`` are markers) and pytest-xdist work. The case runs
@@ -67,21 +68,17 @@ def is_suite_file(path: Path, anywhere: bool = False, base: Path | None = None) 
     """True when pytest should collect ``path`` as a suite (see the module docstring); with
     ``anywhere``, folders are checked from ``base`` (the invocation folder) down."""
     if path.suffix.lower() not in _SUFFIXES or path.name.startswith("."):
-        return False
+        return False  # most files: decided without looking for a project
     root = project_folder(path.parent.resolve()) or (base if anywhere else None)
     if root is None:
         return False
-    from .loader import RESERVED_NAMES, SKIPPED_DIRS, is_report  # only now: most JSON is no suite
+    from .discovery import skip_reason
 
-    if path.name in RESERVED_NAMES:
-        return False
     try:
         folders = path.parent.resolve().relative_to(root.resolve()).parts
     except ValueError:
         folders = ()
-    if any(f.startswith(".") or f in SKIPPED_DIRS for f in folders):
-        return False
-    return not is_report(path)
+    return skip_reason(path, folders) is None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

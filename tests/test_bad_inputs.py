@@ -263,7 +263,8 @@ def _tree(root: Path) -> None:
     (root / "suites" / "chat.jsonl").write_text(GOOD)
     not_suites = {
         "suites/output-20240101-120000.jsonl": '{"type": "start"}\n{"type": "result"}\n',
-        "suites/report.json": '{"specrun_report": 1, "results": [{"id": 1}]}',
+        "suites/output-report.json": '{"specrun_report": 1, "results": [{"id": 1}]}',
+        "suites/specrun.schema.json": '{"$schema": "https://json-schema.org/draft/2020-12/schema"}',
         "suites/.hidden.jsonl": "not json",
         "suites/.cache/stale.jsonl": "not json",
         "suites/fixtures/payload.json": '{"any": "data"}',
@@ -321,13 +322,16 @@ def test_reports_written_by_a_real_run_are_not_suites(tmp_path: Path) -> None:
     (suite_dir / "bot.py").write_text("def respond(messages, ctx):\n    return 'hi there'\n")
     (suite_dir / "agent.yaml").write_text("target: python:bot:respond\n")
     (suite_dir / "cases.jsonl").write_text(GOOD)
-    run = specrun("s", "-q", "-o", "s/results.jsonl", "-o", "s/report.json", cwd=tmp_path)
+    run = specrun("s", "-q", "-o", "s/output-results.jsonl", "-o", "s/output-report.json", cwd=tmp_path)
     assert run.code == 0, run.stdout + run.stderr
     run = specrun("s", "-q", cwd=tmp_path)  # the default stream: output-<timestamp>.jsonl
     assert run.code == 0, run.stdout + run.stderr
+    # A name the folder search would load is refused before the run, so it never lands there.
+    run = specrun("s", "-q", "-o", "s/results.jsonl", cwd=tmp_path)
+    assert run.code == 2 and "-o s/results.jsonl: inside the input folder s" in run.stderr
     written = sorted(p.name for p in suite_dir.iterdir() if p.suffix in (".json", ".jsonl"))
-    assert {"results.jsonl", "report.json"} <= set(written)
-    assert any(n.startswith("output-") for n in written)
+    assert {"output-results.jsonl", "output-report.json"} <= set(written)
+    assert "results.jsonl" not in written
     assert find_suite_files(suite_dir) == [suite_dir / "cases.jsonl"]
     run = specrun("validate", "s", cwd=tmp_path)
     assert run.code == 0, run.stderr

@@ -106,9 +106,9 @@ def test_default_output_next_to_input(tmp_path):
     outputs = list(tmp_path.glob("output-*.jsonl"))
     assert len(outputs) == 1 and len(outputs[0].stem) == len("output-20261130101010")
     # a second run does not pick up the first run's output as a suite
-    proc = run(".", "-o", "again.jsonl", cwd=tmp_path)
+    proc = run(".", "-o", "output-again.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert [r["id"] for r in records(tmp_path / "again.jsonl") if r["type"] == "result"] == ["a"]
+    assert [r["id"] for r in records(tmp_path / "output-again.jsonl") if r["type"] == "result"] == ["a"]
 
 
 def test_failed_assertion_exit_1_shows_expected_and_actual(tmp_path):

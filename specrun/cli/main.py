@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import io
 import os
@@ -24,7 +25,7 @@ COMMANDS = {
 
 
 class SpecrunGroup(click.Group):
-    """Commands imported on first use; anything that is not a command name runs ``run``."""
+    """Commands imported on first use; a path or a source (``agents:ID``) first runs ``run``."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name, module in COMMANDS.items() if importlib.util.find_spec(module)]
@@ -35,14 +36,25 @@ class SpecrunGroup(click.Group):
         return importlib.import_module(COMMANDS[name]).command
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
-        if args and args[0] not in COMMANDS and "run" in self.list_commands(ctx):
-            args = ["run", *args]
-        return super().resolve_command(ctx, args)
+        return super().resolve_command(ctx, self._route(ctx, args))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in COMMANDS and args[0] not in ("--help", "-h", "--version", "--debug")):
-            args = ["run", *args]
+        if not args or args[0] not in ("--help", "-h", "--version", "--debug"):
+            args = self._route(ctx, args)
         return super().parse_args(ctx, args)
+
+    def _route(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``args`` for the command they name, else for ``run``. A first word that is no command,
+        no existing path and no ``source:`` yet resembles a command is a typo: stop before
+        anything runs (``run`` rejects the other stray words)."""
+        if (args and args[0] in COMMANDS) or "run" not in self.list_commands(ctx):
+            return args
+        word = args[0] if args else ""
+        if word and not word.startswith("-") and ":" not in word and not os.path.exists(word):
+            close = difflib.get_close_matches(word, self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command {word!r}. Did you mean {close[0]!r}?")
+        return ["run", *args]
 
 
 @click.group(cls=SpecrunGroup, context_settings={"help_option_names": ["-h", "--help"]})

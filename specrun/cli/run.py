@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import shlex
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,12 +71,15 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
     specs = [*paths, *inputs]
     if not specs:
         raise UsageError("nothing to run: give suite files or folders (e.g. specrun suites/), or -i")
-    with asyncio.Runner(loop_factory=_loop_factory()) as loop:
-        code = loop.run(_run(specs, flags))
+    _check_positional(paths)
+    from ..outputs import OutputLocks
+
+    with OutputLocks() as locks, asyncio.Runner(loop_factory=_loop_factory()) as loop:
+        code = loop.run(_run(specs, flags, locks))
     raise click.exceptions.Exit(code)
 
 
-async def _run(specs: list[str], flags: dict[str, Any]) -> int:
+async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from ..case_rules import GeneratedLimits
     from ..errors import UsageError
     from ..kinds import SourceContext
@@ -87,7 +92,7 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
 
     plugins = default_plugins()
     registry = plugins.registry
-    first = next((Path(s) for s in specs if Path(s).exists()), Path.cwd())
+    first = next((Path(s) for s in specs if os.path.exists(s)), Path.cwd())
     project = Project.discover(first, registry)
     config = project.config
     try:
@@ -116,7 +121,24 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     allowed = frozenset(a.removeprefix("agents:") for a in (config.get("generated") or {}).get("agents", []))
     limits = GeneratedLimits(allowed, options.timeout, options.min_pass_rate)
     context = SourceContext(Loader(registry, limits), project, runner.services(1), flags["name"])
-    suites = await load_inputs(specs, context, plugins)
+    _check_reporter(project, flags)
+    for output in flags["outputs"]:
+        registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+    given = [("-o", Path(o)) for o in flags["outputs"]] + ([("--save", flags["save"])] if flags["save"] else [])
+    from ..outputs import check_outputs
+
+    # Before any source runs (a generator is an agent too); again once symbolic links and
+    # file: inputs have led to the suite files themselves.
+    reads = [Path(s) for s in specs if os.path.isfile(s)] + ([flags["ctx_file"]] if flags["ctx_file"] else [])
+    check_outputs(given, reads, [Path(s) for s in specs if os.path.isdir(s)])
+    try:
+        suites = await load_inputs(specs, context, plugins)
+    finally:
+        if flags["verbose"]:
+            from .validate import echo_skipped
+
+            echo_skipped(context.loader.skipped)
+    check_outputs(given, [s.path for s in suites], [])
     if flags["save"]:
         _save_generated(suites, flags["save"])
     plan = build_plan(
@@ -124,6 +146,16 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     )
     if not plan.pairs:
         raise UsageError("no cases to run" + (f" match --run {flags['run_filter']!r}" if flags["run_filter"] else ""))
+    _check_connector(plan, project, flags["connector"])
+    jobs = plan.jobs(options.runs)
+    for flag, kind, ref in (("--before", "BeforeAll", options.before_all), ("--after", "AfterAll", options.after_all)):
+        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
+            from ..hooks import load_hook
+
+            try:
+                load_hook(kind, ref, runner._hook_dirs(jobs), [agent for _, agent in plan.pairs])
+            except UsageError as exc:
+                raise UsageError(f"{flag}: {exc}") from None
     if flags["dry_run"]:
         _show_plan(plan, options.runs, flags["save"])
         await project.aclose()
@@ -135,8 +167,7 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     outputs = list(flags["outputs"])
     if not outputs and not direct:
         outputs = [str(_default_output(first))]
-    if flags["reporter"] and not flags["outputs"]:
-        raise UsageError("-r needs -o FILE: the reporter agent's answer is written there")
+    locks.acquire([("-o" if flags["outputs"] else "the result stream", Path(o)) for o in outputs])
     agent_options = {"agent": flags["reporter"], "call_agent": runner.call_agent, "verbose": flags["verbose"]}
     reporters, stream_path, temporary = _reporters(outputs, registry, agent_options if flags["reporter"] else None)
     from ..console import ConsoleReport
@@ -161,15 +192,6 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         project_root=project.root,
     )
-    jobs = plan.jobs(options.runs)
-    for flag, kind, ref in (("--before", "BeforeAll", options.before_all), ("--after", "AfterAll", options.after_all)):
-        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
-            from ..hooks import load_hook
-
-            try:
-                load_hook(kind, ref, runner._hook_dirs(jobs), [agent for _, agent in plan.pairs])
-            except UsageError as exc:
-                raise UsageError(f"{flag}: {exc}") from None
     # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
     # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
     # 700: each one walks the objects of every case in flight, and nearly all of them are freed
@@ -183,6 +205,53 @@ async def _run(specs: list[str], flags: dict[str, Any]) -> int:
     if temporary:
         stream_path.unlink(missing_ok=True)
     return runner.exit_code(summary)
+
+
+def _check_positional(paths: tuple[str, ...]) -> None:
+    """Positional arguments are paths or ``source:`` inputs: a stray word (a typo, a message
+    without ``-i``) is an error, never one more case sent to the agent."""
+    from ..errors import UsageError
+    from ..plugins import default_plugins
+
+    sources = default_plugins().registry.classes("source")
+    for spec in paths:
+        prefix, sep, _ = spec.partition(":")
+        if os.path.exists(spec) or (sep and prefix in sources):
+            continue
+        if "/" in spec or os.sep in spec or Path(spec).suffix:
+            raise UsageError(f"no such file or directory: {spec}")
+        raise UsageError(
+            f"no such file, folder or source: {spec} (arguments are suite files, folders, or sources"
+            f" such as agents:ID; to send a message, use -i {shlex.quote(spec)})"
+        )
+
+
+def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
+    """``-r`` names a project agent whose target builds, and has an ``-o`` file to write."""
+    from ..errors import SuiteError, UsageError
+
+    if not flags["reporter"]:
+        return
+    if not flags["outputs"]:
+        raise UsageError("-r needs -o FILE: the reporter agent's answer is written there")
+    try:
+        project.target(project.agent(flags["reporter"].removeprefix("agents:")))
+    except SuiteError:
+        raise
+    except UsageError as exc:
+        raise UsageError(f"-r {flags['reporter']}: {exc}") from None
+
+
+def _check_connector(plan: Any, project: Any, connector: str | None) -> None:
+    """``-c`` replaces the model of model-backed targets: one of them must be in the run."""
+    from ..errors import UsageError
+
+    if connector and not any(project.takes_model(agent) for _, agent in plan.pairs):
+        kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
+        raise UsageError(
+            f"-c {connector}: no agent in this run has a model to replace (-c sets the model of"
+            f" model-backed targets such as litellm; the agents here: {kinds})"
+        )
 
 
 def _loop_factory() -> Any:

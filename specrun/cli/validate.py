@@ -9,7 +9,8 @@ import click
 
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-def command(paths: tuple[Path, ...]) -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Also list the files and folders passed over, and why.")
+def command(paths: tuple[Path, ...], verbose: bool) -> None:
     """Check suite files: every mistake is listed with file:line:col, then exit 2."""
     from ..errors import Problem, SuiteError, UsageError
     from ..loader import Loader
@@ -20,7 +21,12 @@ def command(paths: tuple[Path, ...]) -> None:
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     registry = default_plugins().registry
-    suites = Loader(registry).load(paths)
+    loader = Loader(registry)
+    try:
+        suites = loader.load(paths)
+    finally:  # also when a suite is broken: what was not loaded may be why
+        if verbose:
+            echo_skipped(loader.skipped)
     project = Project.discover(paths[0], registry)
     problems: list[Problem] = []
     for suite in suites:  # the agent each suite would run against: its file and target config
@@ -41,3 +47,11 @@ def command(paths: tuple[Path, ...]) -> None:
     if not suites:
         raise UsageError(f"no suite files found under {', '.join(map(str, paths))}")
     click.echo(f"ok: {cases} cases in {len(suites)} suite files")
+
+
+def echo_skipped(skipped: list[tuple[Path, str]]) -> None:
+    """``-v``: each file or folder the inputs named or held that was not loaded, and why."""
+    from ..loader import display_path
+
+    for path, reason in skipped:
+        click.echo(f"skipped {display_path(path)}{'/' if path.is_dir() else ''}: {reason}", err=True)

@@ -146,7 +146,8 @@ def leaky_run(tmp_path_factory):
         make_project(root, server.port)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPECRUN_")}
         env.update(SECRETS, SOME_BASE=llm.base_url, PYTHONPATH="", NO_COLOR="1")
-        outputs = [f"out/report.{ext}" for ext in ("jsonl", "json", "md", "html", "xml")]
+        # output-*: a name folder searches skip, so the run may write it inside the folder it reads
+        outputs = [f"out/output-report.{ext}" for ext in ("jsonl", "json", "md", "html", "xml")]
         main = run(root, SPECRUN, ".", "-v", *[a for o in outputs for a in ("-o", o)], env=env)
         direct = run(root, SPECRUN, "-i", "hi", "-n", "echo", env=env)
         junit = root / "out" / "pytest.xml"
@@ -171,7 +172,7 @@ def test_the_secrets_reached_the_agents(leaky_run):
     assert leaky_run["model_calls"] >= 1  # api_base came from ${SOME_BASE}
     main = leaky_run["runs"]["run"]
     assert main.returncode == 1, main.stdout + main.stderr
-    stream = (leaky_run["root"] / "out" / "report.jsonl").read_text()
+    stream = (leaky_run["root"] / "out" / "output-report.jsonl").read_text()
     for name in ("ZZ_PLAIN_NAME", "ANY_OLD_SETTING", "JUST_A_VALUE", "MODEL_THING", "PROC_SETTING"):
         assert f"[REDACTED:{name}]" in stream, name  # echoed back, and masked
     assert "HTTP 401 from http://leaky:[REDACTED" in stream

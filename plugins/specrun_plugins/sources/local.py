@@ -26,10 +26,10 @@ class FileSource(Source):
         looks_like_path = not any(c.isspace() for c in spec) and (
             spec.lower().endswith(SUITE_EXTENSIONS) or spec.endswith(("/", os.sep))
         )
-        return looks_like_path or Path(spec).exists()
+        return looks_like_path or os.path.exists(spec)  # os.path: False for a name too long
 
     async def load(self, spec: str, context: SourceContext) -> list[Suite]:
-        if not Path(spec).exists():
+        if not os.path.exists(spec):
             raise UsageError(f"no such file or directory: {spec}")
         return context.loader.load([Path(spec)])
 

@@ -1,0 +1,117 @@
+"""Where a run writes: checked before the first case, and locked while the run lasts.
+
+A run's outputs (``-o`` files, the default result stream, ``--save``) must not be one of its
+inputs, must not be named twice, and must not land where a folder search of its inputs would
+read them back as suites. While a run lasts, each output is locked (``flock`` on a hidden
+``.NAME.lock`` next to it), so a second run writing the same file stops before it starts,
+instead of interleaving lines with the first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from .discovery import skip_reason
+from .documents import SUITE_EXTENSIONS
+from .errors import UsageError
+from .loader import display_path
+
+
+def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], folders: Iterable[Path]) -> None:
+    """Raise ``UsageError`` for an output (``(flag, path)``) that is a folder, is named twice, is
+    a file the run reads (``reads``), or lies in a searched input folder (``folders``) under a
+    name the search would load as a suite."""
+    read = {p.resolve() for p in reads}
+    searched = [f.resolve() for f in folders]
+    seen: dict[Path, str] = {}
+    for flag, path in outputs:
+        real = path.resolve()
+        where = f"{flag} {path}"
+        if path.is_dir():
+            raise UsageError(f"{where}: is a folder; give a file name")
+        if real in seen:
+            raise UsageError(f"{where}: the same file as {seen[real]}; every output needs its own file")
+        seen[real] = where
+        if real in read:
+            raise UsageError(f"{where}: is an input of this run; writing it would overwrite it")
+        if flag == "--save" or path.suffix.lower() not in SUITE_EXTENSIONS:
+            continue  # --save writes a suite on purpose
+        for folder in searched:
+            if real.is_relative_to(folder) and skip_reason(real, real.parent.relative_to(folder).parts) is None:
+                raise UsageError(
+                    f"{where}: inside the input folder {display_path(folder)}, where the next run would read"
+                    " it as a suite; name it output-*.jsonl or output-*.json (folder searches skip those)"
+                    " or write it elsewhere"
+                )
+
+
+class OutputLocks:
+    """Exclusive locks on a run's outputs, held from ``acquire`` until the ``with`` block ends."""
+
+    def __init__(self) -> None:
+        self._held: list[tuple[Path, int]] = []
+
+    def __enter__(self) -> OutputLocks:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+    def acquire(self, outputs: Sequence[tuple[str, Path]]) -> None:
+        """Lock every output, creating its folder; an output another run holds, or that cannot
+        be written, is a ``UsageError`` (nothing is locked then)."""
+        try:
+            for flag, path in outputs:
+                self._lock(flag, path)
+        except BaseException:
+            self.release()
+            raise
+
+    def _lock(self, flag: str, path: Path) -> None:
+        where = f"{flag} {path}"
+        if path.exists() and not os.access(path, os.W_OK):
+            raise UsageError(f"{where}: cannot write it: permission denied")
+        lock = path.with_name(f".{path.name}.lock")
+        blocking = next((p for p in path.parents if p.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise UsageError(f"{where}: {blocking} is a file, not a folder")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # as the reporters would
+        except OSError as exc:
+            raise UsageError(f"{where}: cannot create its folder: {exc.strerror or exc}") from None
+        while True:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise UsageError(f"{where}: cannot write in {path.parent}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise UsageError(
+                    f"{where}: another specrun run is writing it (it holds {display_path(lock)});"
+                    " wait for it to end or choose another file"
+                ) from None
+            # The holder before us removes the lock file when it ends: when ours is no longer the
+            # file at that path, lock the new one, or two runs could each hold a different file.
+            try:
+                same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._held.append((lock, fd))
+                return
+            os.close(fd)
+
+    def release(self) -> None:
+        """Remove the lock files, then unlock (in that order: see ``_lock``)."""
+        while self._held:
+            lock, fd = self._held.pop()
+            try:
+                lock.unlink(missing_ok=True)
+            finally:
+                os.close(fd)
