@@ -113,11 +113,15 @@ EXPECTED: dict[str, list[Expect]] = {
         E(6, 71, "negate must be a boolean, not a string", "cases[0].assertions[0].negate")
     ],
     "bad_regex.yaml": [
-        E(5, 14, "invalid regex 'ORD-(\\\\d+': missing ), unterminated subpattern",
+        E(5, 14, "invalid regex 'ORD-(\\\\d+': missing )",
           "cases[0].assertions[0].value")
     ],
     "defaults_bad_regex.yaml": [
         E(5, 14, "invalid regex '[unclosed'", "defaults.assertions[0].value")
+    ],
+    "regex_backreference.yaml": [
+        E(6, 16, "invalid regex '(\\\\w+) \\\\1': invalid escape sequence: \\1 (backreferences are not supported: "
+          "regexes run on RE2, which matches in linear time)", "cases[0].assertions[0].value")
     ],
     # -- dynamic cases -------------------------------------------------------------------------
     "checkpoint_unknown_after.yaml": [
@@ -143,7 +147,7 @@ EXPECTED: dict[str, list[Expect]] = {
     ],
 }
 
-NEEDS = {"bad_regex.yaml": "regex", "defaults_bad_regex.yaml": "regex"}
+NEEDS = {"bad_regex.yaml": "regex", "defaults_bad_regex.yaml": "regex", "regex_backreference.yaml": "regex"}
 
 PROBLEM = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<message>.*?)(?: \(at (?P<field>[^()]*)\))?$")
 
