@@ -102,6 +102,8 @@ class ConsoleReport:
             self._print_turns(result)
         if result.error:
             self._line("    ", ("error: ", STYLE.get(result.status, "red")), clean(result.error, 300))
+        for warning in result.response.warnings if result.response else []:
+            self._line("    ", ("warning: ", "yellow"), clean(warning, 300))
         for a in result.assertions:
             if a.status != "passed" or self.verbose:
                 mark = {"passed": "✓", "failed": "✗", "error": "!"}.get(a.status, "?")
