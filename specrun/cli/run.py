@@ -241,7 +241,11 @@ def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) 
 
 def _print_direct(stream: Path) -> None:
     """Direct-message mode: the agent's answer on stdout."""
-    for line in stream.read_text("utf-8").splitlines() if stream.exists() else []:
+    from ..documents import jsonl_lines
+
+    for line in jsonl_lines(stream.read_text("utf-8")) if stream.exists() else []:
+        if not line:
+            continue
         record = json.loads(line)
         if record.get("type") == "result":
             output = record.get("output")
