@@ -283,7 +283,8 @@ def _int(digits: str) -> int:
 def _load_json(text: str) -> Any:
     """``json.loads`` within the limits; ``PastLimit`` (0-based position in ``text``) past one."""
     try:
-        data = json.loads(text, parse_int=_int)
+        # Only a text longer than the limit can hold a too long integer: the others skip the hook.
+        data = json.loads(text, parse_int=_int) if len(text) > MAX_INT_DIGITS else json.loads(text)
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError):  # the integer hook, or nesting deeper than the stack

@@ -400,6 +400,8 @@ def _assertions_of(case: dict[str, Any]) -> Iterator[tuple[list[Any], dict[str, 
 
 
 def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
+    if not checkpoints:
+        return
     ids: dict[str, int] = {}
     for i, c in enumerate(checkpoints):
         if c["id"] in ids:

@@ -11,6 +11,7 @@ compiled here.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Protocol
 
@@ -42,6 +43,7 @@ class Pattern(Protocol):
     def search(self, text: str, pos: int | None = None) -> Match | None: ...
 
 
+@functools.lru_cache(maxsize=128)  # a suite repeats its patterns; compiled ones are immutable
 def compile_pattern(pattern: str, flags: str = "") -> Pattern:
     """``pattern`` with letter ``flags`` (see ``FLAGS``), compiled for linear-time matching.
 
