@@ -344,7 +344,7 @@ def parse(path: Path, display: str) -> Document:
 
 
 def jsonl_lines(text: str) -> list[str]:
-    """The lines of a JSONL text: split at ``\n`` only (a ``\r`` before it is JSON whitespace).
+    r"""The lines of a JSONL text: split at ``\n`` only (a ``\r`` before it is JSON whitespace).
 
     Not ``str.splitlines``, which also splits at U+2028, U+0085, ``\f`` and more: characters a
     JSON string may hold as they are.

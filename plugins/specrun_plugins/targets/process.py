@@ -189,7 +189,7 @@ class AgentProcess:
             ) from None
 
     def _search(self, new: str) -> str | None:
-        """The reply, if the prompt is in ``new`` or ends in it; else ``new`` is kept as searched."""
+        """The reply if the prompt is in the searched tail plus ``new``; else None (``new`` is kept)."""
         window = self._tail + new
         # With searched text before the window, window[0] is there only as context for ^ and \b.
         match = self.prompt.search(window, 1 if self._searched else 0)
