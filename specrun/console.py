@@ -147,6 +147,8 @@ class ConsoleReport:
             self._print_turns(record)
         if record["error"]:  # labelled with the status: a skip reason is not an error
             self._line("    ", (f"{result.status}: ", STYLE[result.status]), clean(record["error"], 300))
+        for warning in record.get("warnings") or []:
+            self._line("    ", ("warning: ", "yellow"), clean(warning, 300))
         for a in record["assertions"]:
             if not isinstance(a, dict) or (a.get("status") == "passed" and not self.verbose):
                 continue

@@ -3,20 +3,33 @@
 JSON and JSONL are parsed with the standard library (fast); positions inside a record are
 found only when an error needs them, by re-reading that record with ruamel.yaml. YAML is
 read once with ruamel.yaml's round-trip loader, which records positions as it goes.
+
+Every file is read within limits, so that no file can exhaust memory, time or the stack: at
+most ``MAX_DEPTH`` nested lists and mappings, integers of at most ``MAX_INT_DIGITS`` digits,
+and YAML aliases (``*name``) that stand for at most ``MAX_ALIAS_VALUES`` values in all, or
+``ALIAS_FACTOR`` times the values written out in the file if that is more (a few hundred
+bytes of nested aliases otherwise expand to gigabytes). Past one, the file is a
+``DocumentError`` at the place where it passed the limit, found before the rest is read.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from .errors import Problem
 
 SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
+MAX_DEPTH = 100
+MAX_INT_DIGITS = 1000
+MAX_ALIAS_VALUES = 100_000
+ALIAS_FACTOR = 10
 
 
 class DocumentError(Exception):
@@ -28,12 +41,89 @@ class DocumentError(Exception):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class PastLimit(Exception):
+    """A document past one of the limits, at 0-based ``line`` and ``column``."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
 def _yaml() -> Any:
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
+    yaml.Scanner, yaml.Composer = _bounded()
     return yaml
+
+
+@cache
+def _bounded() -> tuple[Any, Any]:
+    """ruamel.yaml's round-trip scanner and its composer, stopped (``PastLimit``) as soon as
+    the document passes a limit.
+
+    The scanner's work per token grows with the flow nesting (``[[[``), so it stops first.
+    The composer sees each alias before anything expands it: the values and depth of what it
+    names, measured once per node, are added up instead of being copied.
+    """
+    from ruamel.yaml.composer import Composer
+    from ruamel.yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+    from ruamel.yaml.scanner import RoundTripScanner
+
+    class BoundedScanner(RoundTripScanner):
+        def fetch_flow_collection_start(self, *args: Any, **kwargs: Any) -> None:
+            if len(self.flow_context) >= MAX_DEPTH:
+                mark = self.reader.get_mark()
+                raise PastLimit(f"nested more than {MAX_DEPTH} lists or mappings deep", mark.line, mark.column)
+            super().fetch_flow_collection_start(*args, **kwargs)
+
+    class BoundedComposer(Composer):
+        def __init__(self, loader: Any = None) -> None:
+            super().__init__(loader)
+            self.measured: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth)
+            self.aliased = 0  # values that aliases stand for, in all
+            self.written = 0  # values written out (not through an alias)
+            self.level = 0  # lists and mappings open around the current node
+
+        def stop(self, message: str, event: Any) -> PastLimit:
+            return PastLimit(message, event.start_mark.line, event.start_mark.column)
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.parser.peek_event()
+            if isinstance(event, AliasEvent):
+                target = self.anchors.get(event.anchor)
+                if target is not None:  # else ruamel reports the undefined alias
+                    if id(target) not in self.measured:
+                        raise self.stop(f"alias *{event.anchor} is inside the value it names (a cycle)", event)
+                    values, depth = self.measured[id(target)]
+                    self.aliased += values
+                    limit = max(MAX_ALIAS_VALUES, ALIAS_FACTOR * self.written)
+                    if self.aliased > limit:
+                        raise self.stop(f"aliases expand to more than {limit:,} values", event)
+                    if self.level + depth > MAX_DEPTH:
+                        raise self.stop(f"nested more than {MAX_DEPTH} lists or mappings deep", event)
+                return super().compose_node(parent, index)
+            opens = isinstance(event, SequenceStartEvent | MappingStartEvent)
+            self.level += opens
+            if self.level > MAX_DEPTH:
+                raise self.stop(f"nested more than {MAX_DEPTH} lists or mappings deep", event)
+            node = super().compose_node(parent, index)
+            self.level -= opens
+            self.written += 1
+            if isinstance(node, SequenceNode | MappingNode):
+                children = node.value if isinstance(node, SequenceNode) else [n for pair in node.value for n in pair]
+                measures = [self.measured[id(child)] for child in children]
+                values = 1 + sum(m[0] for m in measures)
+                self.measured[id(node)] = (values, 1 + max((m[1] for m in measures), default=0))
+            else:
+                if node.tag == "tag:yaml.org,2002:int" and len(node.value) > MAX_INT_DIGITS:
+                    raise self.stop(f"integer too large: more than {MAX_INT_DIGITS} digits", event)
+                self.measured[id(node)] = (1, 0)
+            return node
+
+    return BoundedScanner, BoundedComposer
 
 
 def read_text(path: Path, display: str) -> str:
@@ -101,6 +191,11 @@ def _walk(node: Any, path: list[Any], at_key: bool) -> tuple[int, int] | None:
     return pos
 
 
+# JSON has these only inside strings (or \r as whitespace); YAML counts them as line breaks,
+# which would put every position after one a line off.
+_NOT_JSON_BREAKS = str.maketrans("\r\x85\u2028\u2029", "    ")
+
+
 @dataclass
 class Record:
     """One top-level node of a document (a case, or the suite mapping) and how to locate in it."""
@@ -117,7 +212,7 @@ class Record:
         if self.node is None and self.segment is not None and not self._parsed:
             self._parsed = True
             try:
-                self.node = _yaml().load(self.segment)
+                self.node = _yaml().load(self.segment.translate(_NOT_JSON_BREAKS))
             except Exception:
                 self.node = None
         pos = _walk(self.node, path, at_key) if self.node is not None else None
@@ -179,6 +274,64 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
+def _int(digits: str) -> int:
+    if len(digits) > MAX_INT_DIGITS + digits.startswith("-"):
+        raise ValueError("integer too large")  # located by _past_limit
+    return int(digits)
+
+
+def _load_json(text: str) -> Any:
+    """``json.loads`` within the limits; ``PastLimit`` (0-based position in ``text``) past one."""
+    try:
+        # Only a text longer than the limit can hold a too long integer: the others skip the hook.
+        data = json.loads(text, parse_int=_int) if len(text) > MAX_INT_DIGITS else json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError):  # the integer hook, or nesting deeper than the stack
+        raise _past_limit(text) from None
+    # Fewer brackets than the limit cannot nest past it: most records need no walk.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(data):
+        raise _past_limit(text)
+    return data
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, dict | list):
+                if depth == MAX_DEPTH:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?', re.ASCII)
+
+
+def _past_limit(text: str) -> PastLimit:
+    """Where valid JSON ``text`` first nests too deep or holds a too large integer."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        value = token.group()
+        if value in ("[", "{"):
+            depth += 1
+            message = f"nested more than {MAX_DEPTH} lists or mappings deep"
+            if depth <= MAX_DEPTH:
+                continue
+        elif value in ("]", "}"):
+            depth -= 1
+            continue
+        elif len(value.lstrip("-")) > MAX_INT_DIGITS and value.lstrip("-").isdigit():
+            message = f"integer too large: more than {MAX_INT_DIGITS} digits"
+        else:
+            continue
+        line, col = _line_col(text, token.start())
+        return PastLimit(message, line - 1, col - 1)
+    return PastLimit(f"nested more than {MAX_DEPTH} lists or mappings deep")
+
+
 def parse(path: Path, display: str) -> Document:
     """Parse a suite file into records; syntax errors are a ``DocumentError`` with the position."""
     text = read_text(path, display)
@@ -190,17 +343,29 @@ def parse(path: Path, display: str) -> Document:
     return _parse_yaml(path, display, text)
 
 
+def jsonl_lines(text: str) -> list[str]:
+    r"""The lines of a JSONL text: split at ``\n`` only (a ``\r`` before it is JSON whitespace).
+
+    Not ``str.splitlines``, which also splits at U+2028, U+0085, ``\f`` and more: characters a
+    JSON string may hold as they are.
+    """
+    return text.split("\n")
+
+
 def _parse_jsonl(path: Path, display: str, text: str) -> Document:
     cases = []
     broken = []  # every broken line is reported, not just the first: lines are independent
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("//"):
             continue
         try:
-            data = json.loads(line)
+            data = _load_json(line)
         except json.JSONDecodeError as exc:
             broken.append(_syntax(display, number, exc.colno, "JSON", exc.msg).problem)
+            continue
+        except PastLimit as exc:
+            broken.append(Problem(display, number, exc.column + 1, str(exc)))
             continue
         column = len(line) - len(line.lstrip()) + 1
         cases.append(Record(data, number, column, segment=stripped))
@@ -213,9 +378,11 @@ def _parse_jsonl(path: Path, display: str, text: str) -> Document:
 
 def _parse_json(path: Path, display: str, text: str) -> Document:
     try:
-        data = json.loads(text)
+        data = _load_json(text)
     except json.JSONDecodeError as exc:
         raise _syntax(display, exc.lineno, exc.colno, "JSON", exc.msg) from None
+    except PastLimit as exc:
+        raise DocumentError(Problem(display, exc.line + 1, exc.column + 1, str(exc))) from None
     top = Record(data, 1, 1, segment=text)
     records: list[Record] = []
     start = len(text) - len(text.lstrip())
@@ -252,6 +419,8 @@ def _parse_yaml(path: Path, display: str, text: str) -> Document:
         raise _syntax(display, line, col, "YAML", problem) from None
     except YAMLError as exc:
         raise _syntax(display, 1, 1, "YAML", str(exc)) from None
+    except PastLimit as exc:
+        raise DocumentError(Problem(display, exc.line + 1, exc.column + 1, str(exc))) from None
     data = plain(node)
     top = Record(data, 1, 1, node=node)
     key, seq = None, None

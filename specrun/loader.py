@@ -380,38 +380,65 @@ def _duration_problem(value: Any) -> str | None:
 
 
 def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
+    if not checkpoints:
+        return
     ids: dict[str, int] = {}
     for i, c in enumerate(checkpoints):
         if c["id"] in ids:
             yield ["checkpoints", i, "id"], f"duplicate checkpoint id {c['id']!r}"
         ids.setdefault(c["id"], i)
+    # A suggestion is sought among a bounded number of ids, and at most SHOWN are listed, so
+    # that a thousand unknown names cost a thousand short messages, not a million comparisons.
+    hint = ids if len(ids) <= 100 else {}
+    known = ", ".join(list(ids)[:SHOWN]) + (f", ... ({len(ids)} in all)" if len(ids) > SHOWN else "")
     for i, c in enumerate(checkpoints):
         for j, dep in enumerate(c.get("after") or []):
             if dep not in ids:
                 yield (
                     ["checkpoints", i, "after", j],
-                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{_did_you_mean(dep, ids)}"
-                    f" (known: {', '.join(ids)})",
+                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{_did_you_mean(dep, hint)}"
+                    f" (known: {known})",
                 )
     graph = {c["id"]: [d for d in c.get("after") or [] if d in ids] for c in checkpoints}
-    reported: set[str] = set()
+    for cycle in _cycles(graph):
+        first = min(range(len(cycle)), key=lambda k: ids[cycle[k]])  # start where the file does
+        cycle = cycle[first:] + cycle[:first]
+        yield ["checkpoints", ids[cycle[0]], "after"], f"checkpoints form a cycle: {' → '.join([*cycle, cycle[0]])}"
+
+
+SHOWN = 10
+
+
+def _cycles(graph: dict[str, list[str]]) -> Iterator[list[str]]:
+    """One cycle through each group of nodes that wait on each other; time linear in the graph.
+
+    Nodes whose dependencies can all be met are peeled off first (Kahn's algorithm). Every
+    node left waits on another one left, so a walk from it along such edges closes a cycle;
+    each node is walked once.
+    """
+    waiting = {node: len(deps) for node, deps in graph.items()}
+    dependents: dict[str, list[str]] = {node: [] for node in graph}
+    for node, deps in graph.items():
+        for dep in deps:
+            dependents[dep].append(node)
+    ready = [node for node, count in waiting.items() if count == 0]
+    while ready:
+        for dependent in dependents[ready.pop()]:
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0:
+                ready.append(dependent)
+    walked: set[str] = set()
     for start in graph:
-        cycle = _find_cycle(graph, start)
-        if cycle and not reported & set(cycle):
-            reported.update(cycle)
-            yield ["checkpoints", ids[start], "after"], f"checkpoints form a cycle: {' → '.join([*cycle, cycle[0]])}"
-
-
-def _find_cycle(graph: dict[str, list[str]], start: str) -> list[str] | None:
-    stack = [(start, [start])]
-    while stack:
-        node, trail = stack.pop()
-        for dep in graph[node]:
-            if dep == start:
-                return trail
-            if dep not in trail:
-                stack.append((dep, [*trail, dep]))
-    return None
+        if waiting[start] == 0 or start in walked:
+            continue
+        trail: dict[str, int] = {}  # node -> its place in this walk
+        node = start
+        while node not in walked:
+            walked.add(node)
+            trail[node] = len(trail)
+            node = next(dep for dep in graph[node] if waiting[dep] > 0)
+        if node in trail:
+            yield list(trail)[trail[node] :]
 
 
 def resolve_file(source: str, base_dir: Path) -> Path:

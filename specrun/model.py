@@ -194,6 +194,7 @@ class Response:
     """What the agent answered: the one model every assertion and report reads.
 
     ``content`` is text, or structured output (a dict or list) when the agent returned one.
+    ``warnings`` say why a target doubts what it read (shown on the case and in its record).
     """
 
     content: Any = None
@@ -201,6 +202,7 @@ class Response:
     usage: Usage | None = None
     latency_ms: float | None = None
     raw: Any = None
+    warnings: list[str] = field(default_factory=list)
 
     @cached_property
     def text(self) -> str:
@@ -461,6 +463,8 @@ class Result:
         if self.response and self.response.tool_calls:
             data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
         data["error"] = self.error
+        if self.response and self.response.warnings:
+            data["warnings"] = self.response.warnings
         data["assertions"] = [a.to_dict() for a in self.assertions]
         if self.turns is not None:
             data["turns"] = self.turns

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from .hooks import check_case_hooks
 from .kinds import Source, SourceContext
 from .loader import display_path
 from .model import Case, Suite
+from .patterns import PatternError, compile_pattern
 from .plugins import Plugins
 from .project import Agent, Project
 from .runner import Job
@@ -84,9 +84,9 @@ def build_plan(
     """Pick each case's agent (``-n`` > case ``target`` > suite ``target`` > nearest agent.yaml),
     apply ``--run``, and build every target once so config mistakes show before the run."""
     try:
-        pattern = re.compile(run_filter) if run_filter else None
-    except re.error as exc:
-        raise UsageError(f"--run: invalid regex {run_filter!r}: {exc}") from None
+        pattern = compile_pattern(run_filter) if run_filter else None
+    except PatternError as exc:
+        raise UsageError(f"--run: {exc}") from None
     plan = Plan(suites)
     missing: list[str] = []
     for suite in suites:

@@ -46,6 +46,20 @@ EXPECTED: dict[str, list[Expect]] = {
     "tab_indent.yaml": [E(4, 1, "YAML indentation must use spaces, not tabs", None)],
     "yaml_syntax.yaml": [E(3, 9, "invalid YAML: expected ',' or ']'", None)],
     "yaml_duplicate_key.yaml": [E(3, 3, 'found duplicate key "input"', None)],
+    # -- limits: nothing a file holds may exhaust memory, time or the stack -----------------------
+    "alias_bomb.yaml": [E(6, 10, "aliases expand to more than 100,000 values", None)],
+    "alias_cycle.yaml": [E(5, 23, "alias *case is inside the value it names (a cycle)", None)],
+    "deep_nesting.json": [E(2, 117, "nested more than 100 lists or mappings deep", None)],
+    "deep_nesting.jsonl": [E(2, 142, "nested more than 100 lists or mappings deep", None)],
+    "deep_nesting.yaml": [E(4, 115, "nested more than 100 lists or mappings deep", None)],
+    "huge_integer.json": [E(2, 50, "integer too large: more than 1000 digits", None)],
+    "huge_integer.jsonl": [E(1, 48, "integer too large: more than 1000 digits", None)],
+    "huge_integer.yaml": [E(5, 10, "integer too large: more than 1000 digits", None)],
+    # JSONL lines end at \n only: U+2028, U+0085 and \f in line 1 and 2 do not shift the lines
+    "jsonl_line_separators.jsonl": [
+        E(2, 27, "invalid JSON: Invalid control character at", None),
+        E(3, 22, "invalid JSON: Expecting value", None),
+    ],
     # -- document shape ------------------------------------------------------------------------
     "scalar_document.yaml": [
         E(1, 1, "must be a list of cases or a mapping with 'cases', not a string", None)
@@ -113,11 +127,15 @@ EXPECTED: dict[str, list[Expect]] = {
         E(6, 71, "negate must be a boolean, not a string", "cases[0].assertions[0].negate")
     ],
     "bad_regex.yaml": [
-        E(5, 14, "invalid regex 'ORD-(\\\\d+': missing ), unterminated subpattern",
+        E(5, 14, "invalid regex 'ORD-(\\\\d+': missing )",
           "cases[0].assertions[0].value")
     ],
     "defaults_bad_regex.yaml": [
         E(5, 14, "invalid regex '[unclosed'", "defaults.assertions[0].value")
+    ],
+    "regex_backreference.yaml": [
+        E(6, 16, "invalid regex '(\\\\w+) \\\\1': invalid escape sequence: \\1 (backreferences are not supported: "
+          "regexes run on RE2, which matches in linear time)", "cases[0].assertions[0].value")
     ],
     # -- dynamic cases -------------------------------------------------------------------------
     "checkpoint_unknown_after.yaml": [
@@ -165,7 +183,7 @@ EXPECTED: dict[str, list[Expect]] = {
     ],
 }
 
-NEEDS = {"bad_regex.yaml": "regex", "defaults_bad_regex.yaml": "regex"}
+NEEDS = {"bad_regex.yaml": "regex", "defaults_bad_regex.yaml": "regex", "regex_backreference.yaml": "regex"}
 
 PROBLEM = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<message>.*?)(?: \(at (?P<field>[^()]*)\))?$")
 

@@ -1,4 +1,4 @@
-"""Helpers shared by the deterministic assertion modules: JSON equality, display, regexes."""
+"""Helpers shared by the deterministic assertion modules: JSON equality, display."""
 
 from __future__ import annotations
 
@@ -10,16 +10,9 @@ from specrun.model import MISSING, to_json
 
 PREVIEW_CHARS = 200
 
-_REGEX_FLAGS = {
-    "i": re.IGNORECASE,
-    "m": re.MULTILINE,
-    "s": re.DOTALL,
-    "x": re.VERBOSE,
-    "a": re.ASCII,
-}
 REGEX_FLAGS_SCHEMA = {
     "type": "string",
-    "description": "Regex flags: i (ignore case), m (multiline), s (dot matches newline), x, a.",
+    "description": "Regex flags: i (ignore case), m (multiline), s (dot matches newline), a (ASCII).",
 }
 NAME_LIST_SCHEMA = {
     "type": ["string", "array"],
@@ -28,10 +21,6 @@ NAME_LIST_SCHEMA = {
     "minItems": 1,
     "x-expect": "a name or a list of names",
 }
-
-
-class FlagError(ValueError):
-    """A regex flag letter that is not one of ours."""
 
 
 def as_list(value: Any) -> list[Any]:
@@ -117,21 +106,6 @@ def is_subset(expected: Any, actual: Any) -> bool:
             and all(is_subset(e, a) for e, a in zip(expected, actual, strict=True))
         )
     return json_equal(expected, actual)
-
-
-def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
-    """``pattern`` compiled with letter ``flags``; a ``ValueError`` says what is wrong with them."""
-    unknown = [f for f in flags if f not in _REGEX_FLAGS]
-    if unknown:
-        allowed = ", ".join(_REGEX_FLAGS)
-        raise FlagError(f"unknown regex flag {''.join(unknown)!r} (allowed: {allowed})")
-    bits = 0
-    for letter in flags:
-        bits |= _REGEX_FLAGS[letter]
-    try:
-        return re.compile(pattern, bits)
-    except re.error as exc:
-        raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
 
 
 _FENCED = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.S)

@@ -85,7 +85,9 @@ class IsJson(AssertionType):
 
 @functools.lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Any:
-    return jsonschema_rs.validator_for(json.loads(schema_text))
+    # The Rust regex crate for `pattern` and `patternProperties`: linear-time matching, like the
+    # regex assertion, instead of fancy-regex's backtracking cut off at a limit.
+    return jsonschema_rs.validator_for(json.loads(schema_text), pattern_options=jsonschema_rs.RegexOptions())
 
 
 def _schema_problem(schema: Any) -> str | None:
@@ -93,7 +95,10 @@ def _schema_problem(schema: Any) -> str | None:
         jsonschema_rs.meta.validate(schema)
         _validator(json.dumps(schema, sort_keys=True))
     except Exception as exc:  # jsonschema_rs raises ValidationError or ReferencingError
-        return f"invalid JSON Schema: {str(exc).splitlines()[0]}"
+        problem = f"invalid JSON Schema: {str(exc).splitlines()[0]}"
+        if problem.endswith('is not a "regex"'):
+            problem += " (patterns match in linear time: no lookaround or backreferences)"
+        return problem
     return None
 
 

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 from specrun.errors import EvaluationError
 from specrun.kinds import AssertionType, Check, Verdict
 from specrun.model import Assertion
+from specrun.patterns import FlagError, PatternError, compile_pattern
 
-from ._common import REGEX_FLAGS_SCHEMA, FlagError, as_list, compile_regex, show
+from ._common import REGEX_FLAGS_SCHEMA, as_list, show
 
 _SCALAR = {"type": ["string", "number", "boolean"], "minLength": 1, "x-expect": "a string"}
 _IGNORE_CASE = {"type": "boolean", "description": "Compare case-insensitively."}
@@ -148,7 +149,7 @@ class Regex(AssertionType):
     description = "The output text matches the regular expression (searched, not anchored)."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
-            "value": {"type": "string", "description": "The pattern (Python re syntax)."},
+            "value": {"type": "string", "description": "The pattern (RE2 syntax: matched in linear time)."},
             "pattern": {"type": "string", "description": "The pattern; an alias of value."},
             "flags": REGEX_FLAGS_SCHEMA,
         },
@@ -164,10 +165,10 @@ class Regex(AssertionType):
             return
         pattern = assertion.params[given[0]]
         try:
-            compile_regex(pattern, assertion.params.get("flags", ""))
+            compile_pattern(pattern, assertion.params.get("flags", ""))
         except FlagError as exc:
             yield "flags", str(exc)
-        except ValueError as exc:
+        except PatternError as exc:
             yield given[0], str(exc)
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
@@ -176,8 +177,8 @@ class Regex(AssertionType):
             raise EvaluationError("regex needs a 'value' (or 'pattern') string")
         flags = assertion.params.get("flags", "")
         try:
-            compiled = compile_regex(pattern, flags)
-        except ValueError as exc:
+            compiled = compile_pattern(pattern, flags)
+        except PatternError as exc:
             raise EvaluationError(str(exc)) from None
         text = check.response.text
         match = compiled.search(text)

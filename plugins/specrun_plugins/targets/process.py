@@ -2,7 +2,9 @@
 
 :class:`AgentProcess` is the reusable part (the pytest ``Test`` API drives one directly): it
 starts the command, reads stdout in chunks until the prompt regex matches, strips ANSI codes,
-keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt. Closing it ends
+keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt. Each chunk is
+searched together with at most ``PROMPT_WINDOW`` characters before it, never the whole output
+again, so reading a reply takes time linear in its length. Closing it ends
 everything the agent started (:mod:`specrun.proctree`).
 """
 
@@ -23,11 +25,15 @@ from typing import Any, ClassVar
 from specrun.errors import TargetError
 from specrun.kinds import Session, Target
 from specrun.model import Context, Message, Response, parse_duration
+from specrun.patterns import PatternError, compile_pattern
 from specrun.proctree import ProcessTree
 
 DEFAULT_PROMPT = r"\(([^)]*)\) >> $"
 """Agent Kernel's ``(agent) >> `` prompt; the group is the current agent's name."""
 DEFAULT_READ_TIMEOUT = 30.0
+PROMPT_WINDOW = 4096
+"""The longest text a prompt may match: how far back into output already searched each new
+chunk's search starts (a prompt printed across two chunks is still found)."""
 GRACE_SECONDS = 2.0
 STDERR_LIMIT = 16384
 
@@ -64,9 +70,10 @@ def command_argv(command: str | list[str]) -> list[str]:
 class AgentProcess:
     """A CLI agent driven line by line: ``await start()``, ``await ask(text)``, ``await close()``.
 
-    A reply is the text printed before the next prompt (``prompt`` is a regex; its first group,
-    if any, is kept as ``agent_name``). Any failure (exit, no prompt within ``read_timeout``)
-    is a ``TargetError`` carrying the last output and the stderr tail; after one, close it.
+    A reply is the text printed before the next prompt (``prompt`` is a regex in RE2 syntax; its
+    first group, if any, is kept as ``agent_name``). Any failure (exit, no prompt within
+    ``read_timeout``) is a ``TargetError`` carrying the last output and the stderr tail; after
+    one, close it. ``warnings`` lists what made replies doubtful (a prompt in mid-output).
     """
 
     def __init__(
@@ -75,7 +82,7 @@ class AgentProcess:
         *,
         cwd: str | Path | None = None,
         env: Mapping[str, str] | None = None,
-        prompt: str | re.Pattern[str] = DEFAULT_PROMPT,
+        prompt: str = DEFAULT_PROMPT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         grace: float = GRACE_SECONDS,
     ):
@@ -85,18 +92,24 @@ class AgentProcess:
         self.cwd = cwd
         self.env = dict(env or {})
         try:
-            self.prompt = re.compile(prompt) if isinstance(prompt, str) else prompt
-        except re.error as exc:
-            raise TargetError(f"invalid prompt regex {prompt!r}: {exc}") from None
+            self.prompt = compile_pattern(prompt)
+            self._prompt_in_line = compile_pattern(prompt, "m")  # $ at any line end: a prompt-like line
+        except PatternError as exc:
+            raise TargetError(f"prompt: {exc}") from None
         self.read_timeout = read_timeout
         self.grace = grace
         self.agent_name: str | None = None
         self.banner = ""
         self.last_reply = ""
+        self.warnings: list[str] = []
         self._proc: asyncio.subprocess.Process | None = None
         self._tree = ProcessTree()
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._text = ""  # cleaned output not yet consumed as a reply
+        # Cleaned output not yet consumed as a reply: searched text (the last PROMPT_WINDOW + 1
+        # characters of it in _tail), then text after the last prompt, not searched yet.
+        self._searched: list[str] = []
+        self._tail = ""
+        self._unsearched = ""
         self._held = ""  # a partial escape sequence awaiting the next chunk
         self._stderr = bytearray()
         self._stderr_task: asyncio.Task[None] | None = None
@@ -156,35 +169,68 @@ class AgentProcess:
         self.last_reply = await self._read_reply()
         return self.last_reply
 
+    @property
+    def _text(self) -> str:
+        """All output not yet consumed as a reply (joined on demand, for error messages)."""
+        return "".join(self._searched) + self._tail + self._unsearched
+
     async def _read_reply(self) -> str:
         assert self._proc is not None and self._proc.stdout is not None
         try:
             async with asyncio.timeout(self.read_timeout):
-                while True:
-                    match = self.prompt.search(self._text)
-                    if match:
-                        reply, self._text = self._text[: match.start()], self._text[match.end() :]
-                        if self.prompt.groups:
-                            self.agent_name = match.group(1)
-                        return reply.strip()
+                new, self._unsearched = self._unsearched, ""
+                while (reply := self._search(new)) is None:
                     chunk = await self._proc.stdout.read(65536)
                     if not chunk:
                         raise await self._exit_error("before printing its prompt")
-                    self._feed(chunk)
+                    new = self._clean(chunk)
+                return reply
         except TimeoutError:
             raise TargetError(
                 f"no prompt within {self.read_timeout:g}s; last output: "
                 f"{_tail(self._text + self._held)!r}{self._stderr_note()}"
             ) from None
 
-    def _feed(self, chunk: bytes) -> None:
+    def _search(self, new: str) -> str | None:
+        """The reply if the prompt is in the searched tail plus ``new``; else None (``new`` is kept)."""
+        window = self._tail + new
+        # With searched text before the window, window[0] is there only as context for ^ and \b.
+        match = self.prompt.search(window, 1 if self._searched else 0)
+        if match is None:
+            cut = len(window) - PROMPT_WINDOW - 1
+            if cut > 0:
+                self._searched.append(window[:cut])
+            self._tail = window[max(cut, 0) :]
+            return None
+        reply = "".join(self._searched) + window[: match.start()]
+        self._searched, self._tail, self._unsearched = [], "", window[match.end() :]
+        if self.prompt.groups:
+            self.agent_name = match.group(1)
+        self._check_prompt_inside(reply)
+        return reply.strip()
+
+    def _check_prompt_inside(self, reply: str) -> None:
+        """Warn when the prompt also shows inside the output: output after the prompt that was
+        read with it (it will open the next reply), or a prompt-like line in the reply (cut
+        there when a read ends with that line). Either way replies may shift by a turn."""
+        inside = self._prompt_in_line.search(reply)
+        if inside is None and not self._unsearched.strip():
+            return
+        where = inside.group(0) if inside is not None else _tail(self._unsearched, 60)
+        self.warnings.append(
+            f"the prompt also appears in the middle of the agent's output ({where!r}): replies may be "
+            "shifted by a turn; make the prompt pattern match only the real prompt"
+        )
+
+    def _clean(self, chunk: bytes) -> str:
+        """A chunk of stdout as text without ANSI codes; a cut escape sequence waits in _held."""
         text = strip_ansi(self._held + self._decoder.decode(chunk))
         partial = _PARTIAL.search(text)
         if partial and len(text) - partial.start() <= _HOLD_LIMIT:
             text, self._held = text[: partial.start()], text[partial.start() :]
         else:
             self._held = ""
-        self._text += text
+        return text
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
@@ -257,7 +303,8 @@ class ProcessSession(Session):
             start = time.perf_counter()
             reply = await self.process.ask(message.text)
             self.sent += 1
-        return Response(content=reply, latency_ms=(time.perf_counter() - start) * 1000)
+        latency_ms = (time.perf_counter() - start) * 1000
+        return Response(content=reply, latency_ms=latency_ms, warnings=list(self.process.warnings))
 
     async def close(self) -> None:
         await self.process.close()
@@ -286,8 +333,8 @@ class ProcessTarget(Target):
             },
             "prompt": {
                 "type": "string",
-                "description": "Regex marking the end of a reply; group 1 is the agent name "
-                "(default: Agent Kernel's '(name) >> ').",
+                "description": "Regex (RE2 syntax) marking the end of a reply; group 1 is the agent "
+                "name (default: Agent Kernel's '(name) >> ').",
             },
             "read_timeout": {
                 "$ref": "#/$defs/duration",
@@ -309,9 +356,9 @@ class ProcessTarget(Target):
     def problems(self) -> Iterable[tuple[str, str]]:
         yield from super().problems()
         try:
-            re.compile(self.prompt)
-        except re.error as exc:
-            yield "prompt", f"invalid regex {self.prompt!r}: {exc}"
+            compile_pattern(self.prompt)
+        except PatternError as exc:
+            yield "prompt", str(exc)
         if not self.cwd.is_dir():
             yield "cwd", f"folder {str(self.cwd)!r} does not exist"
         elif not self.argv:
