@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .compare import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
 from .errors import EvaluationError, UsageError
+from .matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -225,7 +225,7 @@ class Evaluator(Protocol):
 
 
 class CompareEvaluator:
-    """The built-in evaluator: :func:`specrun.compare.compare` with the configured judge model."""
+    """The built-in evaluator: :func:`specrun.matching.compare` with the configured judge model."""
 
     def __init__(self, config: TestConfig):
         self.config = config

@@ -57,7 +57,7 @@ def _python(code: str, **env: str) -> str:
 def test_specrun_and_its_plugins_import_without_litellm():
     code = (
         "import sys\n"
-        "import specrun, specrun.models, specrun.compare, specrun.services\n"
+        "import specrun, specrun.models, specrun.matching, specrun.services\n"
         "from specrun.plugins import get_plugin_manager\n"
         "registry = get_plugin_manager().registry\n"
         "assert 'llm' in registry.classes('assertion') and 'litellm' in registry.classes('target')\n"
