@@ -36,7 +36,7 @@ from .limiter import retry_after as header_retry_after
 from .model import Message, ToolCall, Usage
 from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .redact import redact, register
-from .wire import openai_messages
+from .wire import openai_messages, parse_tool_call
 
 logger = logging.getLogger("specrun.models")
 
@@ -150,21 +150,6 @@ class ModelError(EvaluationError):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
-
-
-def _tool_calls(message: Any) -> list[ToolCall]:
-    calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        function = call.function
-        raw = function.arguments or "{}"
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except ValueError:
-            arguments = {"_raw": raw}
-        if not isinstance(arguments, dict):
-            arguments = {"_value": arguments}
-        calls.append(ToolCall(function.name or "", arguments, id=call.id))
-    return calls
 
 
 def _usage(litellm: Any, response: Any) -> Usage:
@@ -431,7 +416,10 @@ class ModelClient:
         usage = _usage(litellm, response)
         completion = Completion(
             text=choice.message.content or "",
-            tool_calls=_tool_calls(choice.message),
+            tool_calls=[
+                parse_tool_call(c.function.name, c.function.arguments or "{}", c.id, strict=False)
+                for c in getattr(choice.message, "tool_calls", None) or []
+            ],
             usage=usage,
             raw=response,
             model=chosen,
