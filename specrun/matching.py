@@ -136,7 +136,7 @@ def judge_messages(actual: str, expected: str, user_input: str | None) -> list[d
 
 
 def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = DEFAULT_THRESHOLD) -> Judge:
-    """A judge that asks ``client`` (a ``specrun.models.ModelClient``) with the built-in rubric;
+    """A judge that asks ``client`` (a ``specrun.llm.ModelClient``) with the built-in rubric;
     its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
     async def judge(actual: str, expected: str, user_input: str | None) -> Judgement:

@@ -236,7 +236,7 @@ class CompareEvaluator:
         model = self.config.llm.litellm_model
         client = None
         if model and mode != "score":
-            from .models import ModelClient
+            from .llm import ModelClient
 
             client = ModelClient(model, cache_dir=None)
         try:

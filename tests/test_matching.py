@@ -8,9 +8,9 @@ import pytest
 from support.llm_server import LLMServer, data_section
 
 from specrun.errors import EvaluationError
+from specrun.llm import ModelClient
 from specrun.matching import Judgement, compare, normalize, quasi_exact
 from specrun.model import Usage
-from specrun.models import ModelClient
 
 
 class FakeJudge:

@@ -266,7 +266,7 @@ def _loop_factory() -> Any:
 
 def _models(project: Any, flags: dict[str, Any]) -> Any:
     try:
-        from ..models import ModelClient
+        from ..llm import ModelClient
     except ImportError:
         return None
     return ModelClient.from_config(project.config, project.root, no_cache=flags["no_cache"])

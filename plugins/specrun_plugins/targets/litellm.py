@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 from specrun.errors import SpecrunError, TargetError
 from specrun.imports import load_callable
 from specrun.kinds import Target
+from specrun.llm import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Completion, ModelClient, ModelError
 from specrun.model import Context, Message, Response, ToolCall, Usage, parse_duration
-from specrun.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Completion, ModelClient, ModelError
 
 
 class LitellmTarget(Target):
-    """A model as the agent under test, called through ``specrun.models`` (no cache)."""
+    """A model as the agent under test, called through ``specrun.llm`` (no cache)."""
 
     name = "litellm"
     env_fields = ("params",)
