@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import EvaluationError, UsageError
-from .matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
+from ..errors import EvaluationError, UsageError
+from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -172,7 +172,7 @@ def config_path(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 
 def _file_settings(path: Path) -> dict[str, Any]:
-    from .loader import load_mapping_file
+    from ..loader import load_mapping_file
 
     text = path.read_text("utf-8", errors="replace")
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
@@ -236,7 +236,7 @@ class CompareEvaluator:
         model = self.config.llm.litellm_model
         client = None
         if model and mode != "score":
-            from .llm import ModelClient
+            from ..llm import ModelClient
 
             client = ModelClient(model, cache_dir=None)
         try:
@@ -269,7 +269,7 @@ def load_evaluator(spec: Any, config: TestConfig) -> Any:
             raise UsageError(
                 f"unknown evaluator {spec!r}: use {', '.join(BUILTIN_EVALUATORS)} or a dotted path package.module.Class"
             )
-        from .imports import load_callable
+        from ..imports import load_callable
 
         search = [config.path.parent.resolve()] if config.path else []
         search.append(Path.cwd())
