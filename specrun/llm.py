@@ -45,7 +45,7 @@ from .wire import openai_messages, parse_tool_call
 logger = logging.getLogger("specrun.llm")
 
 MODEL_ENV = "SPECRUN_MODEL"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
 _MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
 
@@ -137,7 +137,7 @@ class ModelClient:
         params: Mapping[str, Any] | None = None,
         cache_dir: Path | str | None = None,
         no_cache: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_CALL_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         base_delay: float = 1.0,
         max_delay: float = 30.0,

@@ -4,7 +4,8 @@
 environment, evaluators) are in :mod:`specrun.testing.config`.
 """
 
+from ..matching import Mode
 from .api import Test
-from .config import Evaluator, Mode, TestConfig, load_config
+from .config import Evaluator, TestConfig, load_config
 
 __all__ = ["Evaluator", "Mode", "Test", "TestConfig", "load_config"]

@@ -18,7 +18,6 @@ Any other value is a dotted path ``package.module.Class`` to a class following
 
 from __future__ import annotations
 
-import enum
 import inspect
 import os
 from collections.abc import Awaitable, Mapping, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvaluationError, UsageError
-from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
+from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, Mode, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -53,17 +52,6 @@ SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class Mode(enum.StrEnum):
-    """How an answer is compared with the expected ones (Agent Kernel's modes)."""
-
-    SCORE = "score"
-    """Quasi-exact match after normalisation: offline, no model."""
-    LLM = "llm"
-    """A model judges whether the answer conveys each expected answer."""
-    FALLBACK = "fallback"
-    """Score first; when no expected answer matches, the model judges."""
 
 
 @dataclass
@@ -204,7 +192,8 @@ def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 # -- evaluators -------------------------------------------------------------------------------
 
-Verdict = tuple[bool, float, str]
+EvaluatorResult = tuple[bool, float, str]
+"""``(passed, score, reason)``: what an evaluator returns."""
 
 
 @runtime_checkable
@@ -221,7 +210,7 @@ class Evaluator(Protocol):
 
     def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
-    ) -> Verdict | Awaitable[Verdict]: ...
+    ) -> EvaluatorResult | Awaitable[EvaluatorResult]: ...
 
 
 class CompareEvaluator:
@@ -232,7 +221,7 @@ class CompareEvaluator:
 
     async def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
-    ) -> Verdict:
+    ) -> EvaluatorResult:
         model = self.config.llm.litellm_model
         client = None
         if model and mode != "score":
