@@ -3,7 +3,7 @@
 Either side may be a JSONL result stream or a ``.json`` report. ``load_side`` reads one and
 rejects what it cannot trust (a field of the wrong type, a case reported twice) with a
 ``UsageError`` naming the file and the field, and notes whether the run was complete.
-``compare`` sorts the cases by the rules in docs/reports.md; ``to_markdown`` renders a
+``compare_sides`` sorts the cases by the rules in docs/reports.md; ``to_markdown`` renders a
 pull-request comment, with every case text escaped.
 """
 
@@ -326,7 +326,7 @@ def _pair(old: Side, new: Side) -> tuple[list[Change], list[Outcome], list[Outco
     return pairs, list(left.values()), list(right.values())
 
 
-def compare(old: Side, new: Side) -> Comparison:
+def compare_sides(old: Side, new: Side) -> Comparison:
     """Sort every case into the comparison's lists."""
     result = Comparison(old, new)
     pairs, missing, added = _pair(old, new)
@@ -365,7 +365,7 @@ def compare(old: Side, new: Side) -> Comparison:
 
 def compare_files(old: Path, new: Path) -> Comparison:
     """Load both reports and compare them."""
-    return compare(load_side(old), load_side(new))
+    return compare_sides(load_side(old), load_side(new))
 
 
 # -- rendering --------------------------------------------------------------------------------

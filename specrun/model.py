@@ -14,7 +14,7 @@ Status = Literal["passed", "failed", "error", "skipped"]
 DEFAULT_USER = "test-user"
 DEFAULT_TEAM = "test-team"
 DEFAULT_LOCALE = "en-us"
-DEFAULT_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOUT
 DEFAULT_MAX_TURNS = 20
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")

@@ -1,7 +1,7 @@
 """The model cache on disk, and single-flight: no question is asked twice when once will do.
 
 One JSON file per entry, keyed by a SHA-256 of everything that shapes the answer (built by
-``specrun.models``, with :func:`endpoint_settings`); a torn or foreign file is a miss.
+``specrun.llm``, with :func:`endpoint_settings`); a torn or foreign file is a miss.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-logger = logging.getLogger("specrun.models")
+logger = logging.getLogger("specrun.llm")
 
 DEFAULT_CACHE_DIR = ".specrun-cache"
 CACHE_FORMAT = 2  # 2: the key holds the endpoint

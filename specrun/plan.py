@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .case_hooks import check_case_hooks
 from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
-from .hooks import check_case_hooks
 from .kinds import Source, SourceContext
 from .loader import display_path
 from .model import Case, Suite

@@ -167,7 +167,7 @@ _STATE = pytest.StashKey[_State]()
 
 def _models(project: Any) -> Any:
     try:
-        from .models import ModelClient
+        from .llm import ModelClient
     except ImportError:
         return None
     return ModelClient.from_config(project.config, project.root)

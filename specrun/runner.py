@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
-from .hooks import call_hook, case_hook_dirs, load_hook
 from .kinds import Check, Reporter, Session
 from .limiter import CASE_DEADLINE
 from .model import (

@@ -292,7 +292,7 @@ async def test_no_simulator_at_all(registry, tmp_path):
 
 
 def llm_services(server: LLMServer, tmp_path: Path) -> Services:
-    from specrun.models import ModelClient
+    from specrun.llm import ModelClient
 
     params = {"api_base": server.base_url, "api_key": "test-key"}
     models = ModelClient("openai/gpt-4o-mini", params=params, cache_dir=tmp_path / "cache", base_delay=0.01)

@@ -12,8 +12,8 @@ from support.llm_server import LLMServer, data_section
 
 from specrun.errors import EvaluationError, TargetError
 from specrun.kinds import Check
+from specrun.llm import ModelClient
 from specrun.model import MISSING, Assertion, Case, Context, Location, Message, Response, ToolCall, Usage
-from specrun.models import ModelClient
 from specrun.plugins import get_plugin_manager
 from specrun.services import Services
 from specrun.verdicts import evaluate

@@ -185,7 +185,7 @@ async def test_http_target_reports_429_and_success_to_its_endpoint_limiter():
 
 
 async def test_model_calls_share_one_limiter_per_model_that_429s_halve():
-    from specrun.models import ModelClient
+    from specrun.llm import ModelClient
 
     with LLMServer() as server:
         client = ModelClient(

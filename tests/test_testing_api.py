@@ -1,4 +1,4 @@
-"""The Python test API (specrun.testing) and its settings (specrun.testing_config).
+"""The Python test API (specrun.testing) and its settings (specrun.testing.config).
 
 Model-backed comparisons are judged over HTTP by the loopback model server; CLI agents are
 the real scripts in tests/agents and examples/pytest.
@@ -18,8 +18,7 @@ import pytest
 from support.llm_server import LLMServer, data_section
 
 from specrun.errors import EvaluationError, TargetError, UsageError
-from specrun.testing import Mode, Test
-from specrun.testing_config import load_config
+from specrun.testing import Mode, Test, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "tests" / "agents"

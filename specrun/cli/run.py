@@ -150,7 +150,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     jobs = plan.jobs(options.runs)
     for flag, kind, ref in (("--before", "BeforeAll", options.before_all), ("--after", "AfterAll", options.after_all)):
         if ref:  # a missing global hook is bad input (exit 2), found before anything runs
-            from ..hooks import load_hook
+            from ..case_hooks import load_hook
 
             try:
                 load_hook(kind, ref, runner._hook_dirs(jobs), [agent for _, agent in plan.pairs])
@@ -266,7 +266,7 @@ def _loop_factory() -> Any:
 
 def _models(project: Any, flags: dict[str, Any]) -> Any:
     try:
-        from ..models import ModelClient
+        from ..llm import ModelClient
     except ImportError:
         return None
     return ModelClient.from_config(project.config, project.root, no_cache=flags["no_cache"])

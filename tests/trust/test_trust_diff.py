@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from specrun.cli.main import main
-from specrun.diff import Outcome, Side, compare
+from specrun.diff import Outcome, Side, compare_sides
 
 FILE = "suites/s.yaml"
 
@@ -314,7 +314,7 @@ def side(folder: str, n: int) -> Side:
 def test_twenty_thousand_cases_in_another_checkout_pair_by_id_quickly():
     old, new = side("/ci/one", 20_000), side("/ci/two", 20_000)
     started = time.perf_counter()
-    c = compare(old, new)
+    c = compare_sides(old, new)
     elapsed = time.perf_counter() - started
     assert not c.regressed and not c.added and not c.missing
     assert elapsed < 20, f"pairing 20,000 cases took {elapsed:.1f}s (it was quadratic: 88 s)"

@@ -24,8 +24,8 @@ from support.llm_server import LLMServer, data_section
 from specrun.errors import TargetError
 from specrun.judging import parse_verdict
 from specrun.kinds import Check, SimulatorState
+from specrun.llm import ModelClient
 from specrun.model import Assertion, Case, Context, Location, Message, Response, ToolCall
-from specrun.models import ModelClient
 from specrun.plugins import get_plugin_manager
 from specrun.services import Services
 from specrun.verdicts import evaluate

@@ -1,6 +1,6 @@
 """The ``match`` assertion: Agent Kernel's compare (score, llm or fallback) over expected answers.
 
-The verdict's details record the stage that decided and every attempt; see ``specrun.compare``.
+The verdict's details record the stage that decided and every attempt; see ``specrun.matching``.
 Registered by the family's register_assertion_types hook.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from specrun.compare import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
 from specrun.errors import EvaluationError
 from specrun.kinds import AssertionType, Check, Verdict
+from specrun.matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
 from specrun.model import MISSING, Assertion
 
 from .judge import run_of, usage_details

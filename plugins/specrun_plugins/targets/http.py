@@ -24,11 +24,10 @@ from specrun.kinds import Target
 from specrun.limiter import LIMITERS, endpoint_key, retry_after
 from specrun.model import Context, Message, Response, parse_duration, to_json
 from specrun.redact import redact, register
+from specrun.wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp
-
-from ._wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
 # Headers that carry credentials: their values are masked even when written out in the config.
 _CREDENTIAL_HEADER = re.compile(r"auth|cookie|key|token|secret|passw", re.I)

@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 from specrun.errors import SpecrunError, TargetError
 from specrun.imports import load_callable
 from specrun.kinds import Target
+from specrun.llm import DEFAULT_CALL_TIMEOUT, DEFAULT_RETRIES, Completion, ModelClient, ModelError
 from specrun.model import Context, Message, Response, ToolCall, Usage, parse_duration
-from specrun.models import DEFAULT_RETRIES, DEFAULT_TIMEOUT, Completion, ModelClient, ModelError
 
 
 class LitellmTarget(Target):
-    """A model as the agent under test, called through ``specrun.models`` (no cache)."""
+    """A model as the agent under test, called through ``specrun.llm`` (no cache)."""
 
     name = "litellm"
     env_fields = ("params",)
@@ -74,7 +74,7 @@ class LitellmTarget(Target):
         if not self.model:
             yield "model", "a litellm target needs `model` (or run with -c MODEL)"
         try:
-            parse_duration(self.config.get("timeout", DEFAULT_TIMEOUT))
+            parse_duration(self.config.get("timeout", DEFAULT_CALL_TIMEOUT))
         except ValueError as exc:
             yield "timeout", str(exc)
         try:
@@ -93,7 +93,7 @@ class LitellmTarget(Target):
         if self._client is None:
             self._client = ModelClient(
                 self.model,
-                timeout=parse_duration(self.config.get("timeout", DEFAULT_TIMEOUT)),
+                timeout=parse_duration(self.config.get("timeout", DEFAULT_CALL_TIMEOUT)),
                 retries=int(self.config.get("retries", DEFAULT_RETRIES)),
             )
         return self._client

@@ -13,7 +13,7 @@ The agent is a CLI script or command (talked to line by line until its prompt, b
 process target's :class:`~specrun_plugins.targets.process.AgentProcess`), a specrun agent id,
 ``python:module:function``, a URL, or a target mapping such as ``{"type": "http", ...}``.
 Comparisons use specrun's compare engine (the ``match`` assertion's) or the configured
-evaluator; settings and their precedence are described in :mod:`specrun.testing_config`.
+evaluator; settings and their precedence are described in :mod:`specrun.testing.config`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import EvaluationError, TargetError
-from .kinds import checked_verdict
-from .model import Context, Message, Response, as_response
-from .testing_config import Evaluator, Mode, TestConfig, alternatives, load_config, load_evaluator
-
-__all__ = ["Evaluator", "Mode", "Test", "TestConfig", "load_config"]
+from ..errors import EvaluationError, TargetError
+from ..kinds import checked_verdict
+from ..matching import Mode
+from ..model import Context, Message, Response, as_response
+from .config import TestConfig, alternatives, load_config, load_evaluator
 
 DEFAULT_READ_TIMEOUT = 30.0
 T = TypeVar("T")
@@ -205,8 +204,8 @@ class Test:
 
     @staticmethod
     def _open_project() -> Any:
-        from .plugins import default_plugins
-        from .project import Project
+        from ..plugins import default_plugins
+        from ..project import Project
 
         return Project.discover(Path.cwd(), default_plugins().registry)
 
@@ -245,7 +244,7 @@ class Test:
         )
 
     async def _open_session(self) -> None:
-        from .project import target_config
+        from ..project import target_config
 
         self._project = self._open_project()
         spec: str | dict[str, Any] = dict(self.target) if isinstance(self.target, Mapping) else str(self.target)

@@ -1,4 +1,4 @@
-"""specrun.compare: Agent Kernel's score, llm and fallback modes."""
+"""specrun.matching: Agent Kernel's score, llm and fallback modes."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 from support.llm_server import LLMServer, data_section
 
-from specrun.compare import Judgement, compare, normalize, quasi_exact
 from specrun.errors import EvaluationError
+from specrun.llm import ModelClient
+from specrun.matching import Judgement, compare, normalize, quasi_exact
 from specrun.model import Usage
-from specrun.models import ModelClient
 
 
 class FakeJudge:

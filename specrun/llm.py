@@ -1,11 +1,7 @@
-"""The one place that calls model providers (through litellm): lazy import, retries, cache, cost.
+"""The one place that calls model providers (through litellm): retries, cache, cost.
 
-litellm takes seconds to import (and half a second more on its first call), so it is imported
-and warmed up on first use, or earlier in a background thread when the runner calls
-:func:`preload`; the runner waits for it (:meth:`ModelClient.ready`) before a model-backed case's
-clock starts. Before importing it, ``LITELLM_LOCAL_MODEL_COST_MAP``
-and ``LITELLM_MODE=PRODUCTION`` are set unless the user set them: no cost-map download and no
-``.env`` loading behind the user's back.
+litellm is imported lazily (:mod:`specrun.providers`); the runner waits for it
+(:meth:`ModelClient.ready`) before a model-backed case's clock starts.
 
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
 timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
@@ -23,7 +19,6 @@ import json
 import logging
 import os
 import random
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,84 +27,29 @@ from typing import Any, TypeVar
 
 from .errors import EvaluationError
 from .limiter import Limiters
-from .limiter import retry_after as header_retry_after
 from .model import Message, ToolCall, Usage
 from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
+from .providers import (
+    describe_error,
+    error_status,
+    imported,
+    load_litellm,
+    preload,
+    response_usage,
+    retry_after,
+    retryable,
+)
 from .redact import redact, register
-from .wire import openai_messages
+from .wire import openai_messages, parse_tool_call
 
-logger = logging.getLogger("specrun.models")
+logger = logging.getLogger("specrun.llm")
 
 MODEL_ENV = "SPECRUN_MODEL"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
 _MAX_WAIT = 120.0  # longest retry-after honoured; a longer one is capped
 
 T = TypeVar("T")
-
-# -- the lazy litellm import ------------------------------------------------------------------
-
-_litellm: Any = None
-_import_lock = threading.Lock()
-_preload_thread: threading.Thread | None = None
-
-
-def _import_litellm() -> Any:
-    global _litellm
-    with _import_lock:
-        if _litellm is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-            try:
-                import litellm
-            except ImportError as exc:  # pragma: no cover - litellm is a dependency
-                raise EvaluationError(f"model calls need litellm, which failed to import: {exc}") from exc
-            litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banner per error
-            _warm_up(litellm)
-            _litellm = litellm
-    return _litellm
-
-
-def _warm_up(litellm: Any) -> None:
-    """Make one mock call (no request is sent): litellm imports dozens of its modules on its
-    first call, half a second here, which would otherwise land in the first case's time."""
-    try:
-        ping = [{"role": "user", "content": "."}]
-        litellm.completion(model="openai/specrun-warm-up", messages=ping, mock_response=".")
-    except Exception:  # only a head start: a real call that fails reports its own error
-        logger.debug("warming litellm up failed", exc_info=True)
-
-
-def preload() -> None:
-    """Start importing litellm in a background thread; the first model call waits for it.
-
-    Call it as soon as a run is known to need a model. Calling it again does nothing.
-    """
-    global _preload_thread
-    if _litellm is not None or _preload_thread is not None:
-        return
-
-    def run() -> None:
-        try:
-            _import_litellm()
-        except Exception:  # the first call imports again and reports the error
-            logger.debug("preloading litellm failed", exc_info=True)
-
-    _preload_thread = threading.Thread(target=run, name="specrun-litellm-import", daemon=True)
-    _preload_thread.start()
-
-
-async def load_litellm() -> Any:
-    """The litellm module, imported off the event loop if it is not imported yet."""
-    if _litellm is not None:
-        return _litellm
-    thread = _preload_thread
-    if thread is not None:
-        await asyncio.to_thread(thread.join)
-        if _litellm is not None:
-            return _litellm
-    return await asyncio.to_thread(_import_litellm)
-
 
 # -- results ----------------------------------------------------------------------------------
 
@@ -150,77 +90,6 @@ class ModelError(EvaluationError):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
-
-
-def _tool_calls(message: Any) -> list[ToolCall]:
-    calls = []
-    for call in getattr(message, "tool_calls", None) or []:
-        function = call.function
-        raw = function.arguments or "{}"
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except ValueError:
-            arguments = {"_raw": raw}
-        if not isinstance(arguments, dict):
-            arguments = {"_value": arguments}
-        calls.append(ToolCall(function.name or "", arguments, id=call.id))
-    return calls
-
-
-def _usage(litellm: Any, response: Any) -> Usage:
-    usage = getattr(response, "usage", None)
-    result = Usage(
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        total_tokens=int(getattr(usage, "total_tokens", 0) or 0),
-    )
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else getattr(hidden, "response_cost", None)
-    if cost is None:
-        try:
-            cost = litellm.completion_cost(completion_response=response)
-        except Exception:  # unknown model: no price known
-            cost = None
-    result.cost = float(cost) if cost is not None else None
-    return result
-
-
-# -- retries ----------------------------------------------------------------------------------
-
-
-def _headers(exc: BaseException) -> Mapping[str, str]:
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-    return headers if headers is not None else {}
-
-
-def retry_after(exc: BaseException) -> float | None:
-    """Seconds the provider asked us to wait in the error's response headers, if it did."""
-    return header_retry_after(_headers(exc))
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _retryable(litellm: Any, exc: BaseException) -> bool:
-    if isinstance(exc, TimeoutError):
-        return True
-    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError):
-        return True
-    status = _status(exc)
-    return status is not None and (status in (408, 429) or status >= 500)
-
-
-def _describe(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, TimeoutError) or type(exc).__name__ == "Timeout":
-        return f"timed out after {timeout:g}s"
-    text = " ".join(str(exc).split())
-    status = _status(exc)
-    label = f"HTTP {status}" if status else type(exc).__name__
-    return f"{label}: {text[:500]}"
 
 
 # -- the disk cache ---------------------------------------------------------------------------
@@ -268,7 +137,7 @@ class ModelClient:
         params: Mapping[str, Any] | None = None,
         cache_dir: Path | str | None = None,
         no_cache: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_CALL_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         base_delay: float = 1.0,
         max_delay: float = 30.0,
@@ -333,7 +202,7 @@ class ModelClient:
         The runner awaits this before it starts the clock of a case that calls a model, so that
         the import never counts against a case's timeout or duration.
         """
-        if _litellm is None:
+        if not imported():
             if self._loading is None:  # one import wait for all the cases, not a thread each
                 self._loading = asyncio.ensure_future(load_litellm())
             with contextlib.suppress(Exception):
@@ -428,10 +297,13 @@ class ModelClient:
             kwargs["response_format"] = {"type": "json_object"}
         response, attempts = await self._call(litellm, chosen, chat, kwargs, purpose, secrets)
         choice = response.choices[0]
-        usage = _usage(litellm, response)
+        usage = response_usage(litellm, response)
         completion = Completion(
             text=choice.message.content or "",
-            tool_calls=_tool_calls(choice.message),
+            tool_calls=[
+                parse_tool_call(c.function.name, c.function.arguments or "{}", c.id, strict=False)
+                for c in getattr(choice.message, "tool_calls", None) or []
+            ],
             usage=usage,
             raw=response,
             model=chosen,
@@ -480,19 +352,19 @@ class ModelClient:
                         # litellm honours `timeout`; the outer guard catches a stall it does not see.
                         response = await asyncio.wait_for(call, timeout + 1)
                     except Exception as exc:
-                        slot.report(_status(exc))
+                        slot.report(error_status(exc))
                         raise
                     slot.report(200)
                     return response, attempt
             except Exception as exc:
-                status = _status(exc)
+                status = error_status(exc)
                 if status == 400 and "response_format" in kwargs:
                     # JSON mode is a nicety: never fail because a backend rejects it.
                     kwargs.pop("response_format")
                     attempt -= 1
                     continue
-                if not _retryable(litellm, exc) or attempt > self.retries:
-                    detail = _describe(exc, timeout)
+                if not retryable(litellm, exc) or attempt > self.retries:
+                    detail = describe_error(exc, timeout)
                     tries = f" after {attempt} attempts" if attempt > 1 else ""
                     message = f"model call to {model} ({purpose}) failed{tries}: {detail}"
                     raise ModelError(redact(message, secrets, keys=True), status=status, attempts=attempt) from None
@@ -506,7 +378,7 @@ class ModelClient:
                     "model %s (%s): %s; retry %d/%d in %.2fs",
                     model,
                     purpose,
-                    redact(_describe(exc, timeout), secrets, keys=True),
+                    redact(describe_error(exc, timeout), secrets, keys=True),
                     attempt,
                     self.retries,
                     wait,
@@ -557,7 +429,7 @@ class ModelClient:
 
     async def aclose(self) -> None:
         """Close litellm's pooled HTTP clients, so that a finished run exits."""
-        if _litellm is None:
+        if not imported():
             return
         try:
             from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients

@@ -1,4 +1,4 @@
-"""specrun.models against the loopback OpenAI-compatible server, through litellm for real."""
+"""specrun.llm against the loopback OpenAI-compatible server, through litellm for real."""
 
 from __future__ import annotations
 
@@ -14,15 +14,12 @@ from support.llm_server import LLMServer
 
 from specrun.errors import EvaluationError
 from specrun.judging import parse_verdict
+from specrun.llm import ModelClient, ModelError
 from specrun.model import Message
 from specrun.model_cache import DiskCache
-from specrun.models import (
-    ModelClient,
-    ModelError,
-    openai_messages,
-    retry_after,
-)
+from specrun.providers import retry_after
 from specrun.redact import redact
+from specrun.wire import openai_messages
 
 MODEL = "openai/gpt-4o-mini"
 USER = [{"role": "user", "content": "Is the sky blue?"}]
@@ -57,7 +54,7 @@ def _python(code: str, **env: str) -> str:
 def test_specrun_and_its_plugins_import_without_litellm():
     code = (
         "import sys\n"
-        "import specrun, specrun.models, specrun.compare, specrun.services\n"
+        "import specrun, specrun.llm, specrun.matching, specrun.services\n"
         "from specrun.plugins import get_plugin_manager\n"
         "registry = get_plugin_manager().registry\n"
         "assert 'llm' in registry.classes('assertion') and 'litellm' in registry.classes('target')\n"
@@ -78,7 +75,7 @@ def test_preload_imports_in_the_background_after_setting_safe_defaults(tmp_path)
         "suppress_debug_info = False\n"
     )
     code = (
-        "import asyncio, specrun.models as m\n"
+        "import asyncio, specrun.providers as m\n"
         "m.preload(); m.preload()\n"
         "lib = asyncio.run(m.load_litellm())\n"
         "print(*lib.seen, lib.suppress_debug_info)\n"
@@ -94,7 +91,7 @@ def test_a_litellm_that_fails_to_import_leaves_the_error_to_the_first_call(tmp_p
     stub.mkdir()
     (stub / "__init__.py").write_text("raise ImportError('broken install')\n")
     code = (
-        "import asyncio, specrun.models as m\n"
+        "import asyncio, specrun.llm as m\n"
         "async def main():\n"
         "    client = m.ModelClient('openai/x')\n"
         "    await client.ready()\n"

@@ -11,20 +11,32 @@ Pure apart from the judge it is given; shared by the ``match`` assertion and the
 
 from __future__ import annotations
 
+import enum
 import re
 import string
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .errors import EvaluationError
 from .judging import DATA_RULES, data_block, parse_verdict
 from .model import Usage
 
-Mode = Literal["score", "llm", "fallback"]
-MODES: tuple[str, ...] = ("score", "llm", "fallback")
-DEFAULT_MODE: Mode = "fallback"
+
+class Mode(enum.StrEnum):
+    """How an answer is compared with the expected ones (Agent Kernel's modes)."""
+
+    SCORE = "score"
+    """Quasi-exact match after normalisation: offline, no model."""
+    LLM = "llm"
+    """A model judges whether the answer conveys each expected answer."""
+    FALLBACK = "fallback"
+    """Score first; when no expected answer matches, the model judges."""
+
+
+MODES: tuple[str, ...] = tuple(m.value for m in Mode)
+DEFAULT_MODE: str = Mode.FALLBACK.value
 DEFAULT_THRESHOLD = 0.8
 PROMPT_VERSION = "compare/2"
 
@@ -136,7 +148,7 @@ def judge_messages(actual: str, expected: str, user_input: str | None) -> list[d
 
 
 def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = DEFAULT_THRESHOLD) -> Judge:
-    """A judge that asks ``client`` (a ``specrun.models.ModelClient``) with the built-in rubric;
+    """A judge that asks ``client`` (a ``specrun.llm.ModelClient``) with the built-in rubric;
     its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
     async def judge(actual: str, expected: str, user_input: str | None) -> Judgement:

@@ -18,7 +18,6 @@ Any other value is a dotted path ``package.module.Class`` to a class following
 
 from __future__ import annotations
 
-import enum
 import inspect
 import os
 from collections.abc import Awaitable, Mapping, Sequence
@@ -26,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .compare import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
-from .errors import EvaluationError, UsageError
+from ..errors import EvaluationError, UsageError
+from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, Mode, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -53,17 +52,6 @@ SCHEMA: dict[str, Any] = {
         },
     },
 }
-
-
-class Mode(enum.StrEnum):
-    """How an answer is compared with the expected ones (Agent Kernel's modes)."""
-
-    SCORE = "score"
-    """Quasi-exact match after normalisation: offline, no model."""
-    LLM = "llm"
-    """A model judges whether the answer conveys each expected answer."""
-    FALLBACK = "fallback"
-    """Score first; when no expected answer matches, the model judges."""
 
 
 @dataclass
@@ -172,7 +160,7 @@ def config_path(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 
 def _file_settings(path: Path) -> dict[str, Any]:
-    from .loader import load_mapping_file
+    from ..loader import load_mapping_file
 
     text = path.read_text("utf-8", errors="replace")
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
@@ -204,7 +192,8 @@ def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 # -- evaluators -------------------------------------------------------------------------------
 
-Verdict = tuple[bool, float, str]
+EvaluatorResult = tuple[bool, float, str]
+"""``(passed, score, reason)``: what an evaluator returns."""
 
 
 @runtime_checkable
@@ -221,22 +210,22 @@ class Evaluator(Protocol):
 
     def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
-    ) -> Verdict | Awaitable[Verdict]: ...
+    ) -> EvaluatorResult | Awaitable[EvaluatorResult]: ...
 
 
 class CompareEvaluator:
-    """The built-in evaluator: :func:`specrun.compare.compare` with the configured judge model."""
+    """The built-in evaluator: :func:`specrun.matching.compare` with the configured judge model."""
 
     def __init__(self, config: TestConfig):
         self.config = config
 
     async def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
-    ) -> Verdict:
+    ) -> EvaluatorResult:
         model = self.config.llm.litellm_model
         client = None
         if model and mode != "score":
-            from .models import ModelClient
+            from ..llm import ModelClient
 
             client = ModelClient(model, cache_dir=None)
         try:
@@ -269,7 +258,7 @@ def load_evaluator(spec: Any, config: TestConfig) -> Any:
             raise UsageError(
                 f"unknown evaluator {spec!r}: use {', '.join(BUILTIN_EVALUATORS)} or a dotted path package.module.Class"
             )
-        from .imports import load_callable
+        from ..imports import load_callable
 
         search = [config.path.parent.resolve()] if config.path else []
         search.append(Path.cwd())

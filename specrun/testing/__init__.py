@@ -1,0 +1,11 @@
+"""The Python test API: drive an agent from pytest and compare its answers (Agent Kernel's ``Test``).
+
+:class:`Test` is in :mod:`specrun.testing.api`; its settings (``test-config.yaml``, the
+environment, evaluators) are in :mod:`specrun.testing.config`.
+"""
+
+from ..matching import Mode
+from .api import Test
+from .config import Evaluator, TestConfig, load_config
+
+__all__ = ["Evaluator", "Mode", "Test", "TestConfig", "load_config"]
