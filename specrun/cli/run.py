@@ -169,14 +169,11 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         outputs = [str(_default_output(first))]
     locks.acquire([("-o" if flags["outputs"] else "the result stream", Path(o)) for o in outputs])
     agent_options = {"agent": flags["reporter"], "call_agent": runner.call_agent, "verbose": flags["verbose"]}
-    reporters, stream_path, temporary = _reporters(outputs, registry, agent_options if flags["reporter"] else None)
+    reporters, stream, temporary = _reporters(outputs, registry, agent_options if flags["reporter"] else None)
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
     console.output_paths = outputs
-    runner.reporters = reporters
-    runner.observers = [console]
-    runner.stream_path = stream_path
     info = RunInfo(
         agent_id=", ".join(plan.agent_ids),
         connector=flags["connector"],
@@ -199,11 +196,11 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     # CPU; GC time in the run from ~50 ms to under 1 ms.
     gc.freeze()
     gc.set_threshold(100_000, 10, 10)
-    summary = await runner.run(jobs, info)  # a failed report keeps the stream
+    summary = await runner.run(jobs, info, [console, stream, *reporters], stream)  # a failed report keeps the stream
     if direct and not flags["outputs"]:
-        _print_direct(stream_path)
+        _print_direct(stream.path)
     if temporary:
-        stream_path.unlink(missing_ok=True)
+        stream.path.unlink(missing_ok=True)
     return runner.exit_code(summary)
 
 
@@ -292,25 +289,25 @@ def _default_output(first: Path) -> Path:
     return folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl"
 
 
-def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) -> tuple[list[Any], Path, bool]:
-    """Reporters for the ``-o`` files; the JSONL stream is one of them or a temporary file.
+def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) -> tuple[list[Any], Any, bool]:
+    """The reporters of the ``-o`` files and the result stream: at the ``.jsonl`` one, else in
+    a temporary file (True when it is).
 
     With ``-r`` (``agent``), every ``-o`` file but a ``.jsonl`` is written by the reporter agent.
     """
+    from ..stream import ResultStream
+
     classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
-    if agent is not None:
-        classes = [(p, cls if cls.name == "jsonl" else registry.get("reporter", "agent")) for p, cls in classes]
-    stream = next((p for p, cls in classes if cls.name == "jsonl"), None)
-    temporary = stream is None
-    if stream is None:
+    path = next((p for p, cls in classes if cls is ResultStream), None)
+    temporary = path is None
+    if path is None:
         folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
         folder.mkdir(parents=True, exist_ok=True)
-        stream = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
-        classes.insert(0, (stream, registry.get("reporter", "jsonl")))
-    else:
-        classes.sort(key=lambda pc: pc[0] != stream)
-    reporters = [cls(path, agent if cls.name == "agent" else None) for path, cls in classes]
-    return reporters, stream, temporary
+        path = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
+    if agent is not None:
+        classes = [(p, cls if cls is ResultStream else registry.get("reporter", "agent")) for p, cls in classes]
+    reporters = [cls(p, agent if cls.name == "agent" else None) for p, cls in classes if p != path]
+    return reporters, ResultStream(path), temporary
 
 
 def _print_direct(stream: Path) -> None:
