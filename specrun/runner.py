@@ -144,7 +144,7 @@ class Runner:
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
         opts = self.options
-        dirs, agents = self._hook_dirs(jobs), [j.agent for j in jobs]
+        dirs, agents = self.hook_dirs(jobs), [j.agent for j in jobs]
         ctx = self._global_context()
         before_all_data = None
         if opts.before_all:
@@ -260,7 +260,7 @@ class Runner:
             extra=dict(self.options.extra_context),
         )
 
-    def _hook_dirs(self, jobs: list[Job]) -> list[Any]:
+    def hook_dirs(self, jobs: list[Job]) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
         suites = [j.case.suite.base_dir for j in jobs if j.case.suite is not None]
         return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
