@@ -20,6 +20,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from . import hookimpl
 from .display import terminal_text
 from .model import Result, RunInfo, format_duration, to_json
 from .redact import redact
@@ -61,7 +62,7 @@ def own_stdout() -> IO[str] | None:
 
 
 class ConsoleReport:
-    """Prints the run as it goes; an ``Observer`` of the runner."""
+    """Prints the run as it goes: a plugin of the run, on the lifecycle hooks (after every other)."""
 
     def __init__(self, console: Console | None = None, verbose: bool = False, quiet: bool = False):
         self.console = console or Console(file=own_stdout(), highlight=False, soft_wrap=False)
@@ -96,7 +97,8 @@ class ConsoleReport:
                     os.dup2(devnull, out.fileno())
         os.close(devnull)
 
-    def start(self, info: RunInfo) -> None:
+    @hookimpl(trylast=True)
+    def run_started(self, info: RunInfo) -> None:
         self.total = info.total_cases * info.runs
         title = "Agent Test" + (f" (Parallel: {info.parallel})" if info.parallel > 1 else "")
         self._line(RULE)
@@ -122,7 +124,8 @@ class ConsoleReport:
             self._live = Live(Text(""), console=self.console, transient=True, refresh_per_second=8)
             self._live.start()
 
-    def case_done(self, result: Result) -> None:
+    @hookimpl(trylast=True)
+    def case_finished(self, result: Result) -> None:
         self.done += 1
         if not self.quiet or result.status != "passed":
             self._print_case(result)
@@ -188,7 +191,8 @@ class ConsoleReport:
         reached = sum(1 for c in checkpoints if c.get("passed"))
         self._line(f"     {len(turns)} turns, {reached}/{len(checkpoints)} checkpoints")
 
-    def finish(self, summary: dict[str, Any]) -> None:
+    @hookimpl(trylast=True)
+    def run_finished(self, summary: dict[str, Any]) -> None:
         if self._live is not None and not self._gone:
             self._live.stop()
         self._line(THIN)

@@ -9,12 +9,14 @@ the hooks below. Declare it in your distribution's ``pyproject.toml``::
 Type hooks receive a ``register`` callable; call it once per class you contribute. Each class
 subclasses a kind from :mod:`specrun.kinds` and carries a unique ``name`` and the JSON Schema of
 its parameters (``params_schema``), from which ``specrun schema`` and validation are composed.
-Lifecycle hooks observe a run; their return values are ignored.
+Lifecycle hooks observe a run; their return values are ignored. A ``Reporter`` implements
+them by name, without the marker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -81,6 +83,11 @@ def register_reporters(register: Callable[[type[Reporter]], None]) -> None:
 
 
 # -- lifecycle --------------------------------------------------------------------------------
+#
+# Every consumer of a run is a plugin on these three hooks: installed plugins, and the run's own
+# (the console, the JSONL result stream, each ``-o`` reporter), registered for the run only.
+# An implementation may take any subset of a hook's arguments. One that raises is skipped for
+# the rest of the run, which then ends with exit 3 naming it; the other consumers get every result.
 
 
 @hookspec
@@ -100,9 +107,15 @@ def case_finished(result: Result) -> None:
 
 
 @hookspec
-def run_finished(info: RunInfo, summary: dict[str, Any]) -> None:
+def run_finished(info: RunInfo, summary: dict[str, Any], stream: Path) -> None:
     """Observe the end of a run, interrupted or not (``summary["interrupted"]``).
 
+    Called on the run's reporters first, then on installed plugins, then on the result stream
+    (which writes its summary line last), then on the console. A reporter's implementation
+    may be ``async``.
+
     :param info: the run's settings, as given to ``run_started``.
-    :param summary: the totals written to the reports.
+    :param summary: the totals, as the stream's summary line has them.
+    :param stream: the path of the JSONL result stream; whole-file reporters read the results
+        back from it (``specrun.stability.scan``) instead of keeping them in memory.
     """

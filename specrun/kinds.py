@@ -242,9 +242,11 @@ class Simulator(Plugin):
 class Reporter(Plugin):
     """Writes results somewhere. ``extensions`` pick it from the ``-o`` file name.
 
-    ``start`` and ``add`` are called as the run goes (stream if you can); ``finish`` gets the
-    summary and the path of the streamed JSONL results, which a whole-file reporter re-reads
-    so that no result need be kept in memory.
+    A reporter is a plugin of one run: registered for the run, it implements the lifecycle
+    hooks of :mod:`specrun.hookspecs` by name (no ``@hookimpl`` needed), taking any subset of
+    their arguments. ``run_started`` and ``case_finished`` are called as the run goes (stream
+    if you can); ``run_finished`` gets the summary and the path of the JSONL result stream,
+    which a whole-file reporter reads back so that no result need be kept in memory.
     """
 
     extensions: ClassVar[tuple[str, ...]] = ()
@@ -253,13 +255,13 @@ class Reporter(Plugin):
         self.path = path
         self.options = options or {}
 
-    def start(self, info: RunInfo) -> None:
+    def run_started(self, info: RunInfo) -> None:
         """The run begins."""
 
-    def add(self, result: Result) -> None:
+    def case_finished(self, result: Result) -> None:
         """One result is final."""
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> Any:
+    def run_finished(self, summary: dict[str, Any], stream: Path) -> Any:
         """The run ended (``summary['interrupted']`` when cut short). May be ``async``."""
 
 

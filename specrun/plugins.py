@@ -16,7 +16,9 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
+from .kinds import Reporter
 from .registry import Registry
+from .stream import ResultStream
 
 ENTRY_POINT_GROUP = "specrun"
 DISABLE_ENV = "SPECRUN_DISABLE_PLUGINS"
@@ -58,13 +60,34 @@ def blocked_names() -> set[str]:
     return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
 
 
+LIFECYCLE_HOOKS = frozenset({"run_started", "case_finished", "run_finished"})
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, where a ``Reporter`` implements the lifecycle hooks by name, unmarked
+    (as pytest's ``pytest_*`` functions need no marker)."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name in LIFECYCLE_HOOKS and isinstance(plugin, Reporter):
+            opts = {
+                "wrapper": False,
+                "hookwrapper": False,
+                "optionalhook": False,
+                "tryfirst": False,
+                "trylast": False,
+                "specname": None,
+            }
+        return opts
+
+
 def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = True) -> Plugins:
     """Load every plugin of the ``specrun`` entry-point group (less blocked ones), plus ``extra``.
 
     A plugin that fails to import, a misspelt hook, or a type name claimed twice is a
     ``PluginError`` naming the plugin and its distribution.
     """
-    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm = PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     blocked = blocked_names()
     infos: list[PluginInfo] = []
@@ -94,6 +117,7 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
         dist = next((i.distribution for i in infos if i.name == name), None)
         raise PluginError(f"plugin {name!r}{_from(dist)}: {exc}") from exc
     registry = Registry()
+    registry.register("reporter", ResultStream, "specrun")  # the engine's own: -o FILE.jsonl names its path
     by_name = {info.name: info for info in infos}
     for kind, hook_name in _TYPE_HOOKS.items():
         for impl in getattr(pm.hook, hook_name).get_hookimpls():

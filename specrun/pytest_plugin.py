@@ -10,7 +10,7 @@ suite.
 
 Each case is an item named by its id (node id ``path::case_id``), so ``-k``, ``-x``,
 ``--junitxml``, ``-m TAG`` (a case's ``tags`` are markers) and pytest-xdist work. The case runs
-through :meth:`specrun.runner.Runner.run_one` on one event loop per pytest process, in the
+through :meth:`specrun.session.RunSession.run_case` on one event loop per pytest process, in the
 item's setup: a failed assertion is a pytest failure showing each assertion's message,
 expected and actual; a specrun error (the agent crashed or timed out, a judge gave no verdict)
 is a pytest error; a skipped case is skipped. Mistakes in a suite are a collection error
@@ -89,15 +89,14 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class _State:
-    """What the session shares: plugins, loader, one project and runner per project root,
-    and the event loop (in a thread) that every case runs on, so that connection pools live
-    as long as the session."""
+    """What the session shares: plugins, loader, one run session per project root (see
+    :mod:`specrun.session`), and the event loop (in a thread) that every case runs on, so
+    that connection pools live as long as the session."""
 
     def __init__(self) -> None:
         self._plugins: Any = None
         self._loader: Any = None
-        self.projects: dict[Path, Any] = {}
-        self.runners: dict[Path, Any] = {}
+        self.sessions: dict[Path, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -117,20 +116,15 @@ class _State:
             self._loader = Loader(self.plugins.registry)
         return self._loader
 
-    def project_for(self, path: Path) -> Any:
+    def session_for(self, path: Path) -> Any:
+        """The run session of the project ``path`` belongs to."""
         from .project import Project
+        from .session import RunRequest, RunSession
 
         project = Project.discover(path, self.plugins.registry)
-        return self.projects.setdefault(project.root, project)
-
-    def runner_for(self, project: Any) -> Any:
-        if project.root not in self.runners:
-            from .model import DEFAULT_TIMEOUT, parse_duration
-            from .runner import Runner, RunOptions
-
-            options = RunOptions(timeout=parse_duration(project.config.get("timeout") or DEFAULT_TIMEOUT))
-            self.runners[project.root] = Runner(project, self.plugins, options, models=_models(project))
-        return self.runners[project.root]
+        if project.root not in self.sessions:
+            self.sessions[project.root] = RunSession(RunRequest([str(path)]), self.plugins, project)
+        return self.sessions[project.root]
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._loop is None:
@@ -147,13 +141,11 @@ class _State:
     def close(self) -> None:
         if self._loop is None:
             return
-        for runner in self.runners.values():
-            for close in (runner.project.aclose, getattr(runner.models, "aclose", None)):
-                if close is not None:
-                    try:
-                        self.run(asyncio.wait_for(close(), 10))
-                    except Exception:
-                        pass  # best effort: the session is over
+        for session in self.sessions.values():
+            try:
+                self.run(asyncio.wait_for(session.aclose(), 10))
+            except Exception:
+                pass  # best effort: the session is over
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
@@ -165,14 +157,6 @@ class _State:
 _STATE = pytest.StashKey[_State]()
 
 
-def _models(project: Any) -> Any:
-    try:
-        from .llm import ModelClient
-    except ImportError:
-        return None
-    return ModelClient.from_config(project.config, project.root)
-
-
 class SuiteFile(pytest.File):
     """A suite file: one :class:`CaseItem` per case, each with the agent it will run against."""
 
@@ -182,19 +166,22 @@ class SuiteFile(pytest.File):
 
         state = self.config.stash[_STATE]
         try:
-            project = state.project_for(self.path)
+            session = state.session_for(self.path)
             suite, problems = state.loader.load_file(self.path)
             if problems:
                 raise SuiteError(problems)
-            plan = build_plan([suite], project, state.plugins)
+            plan = build_plan([suite], session.project, state.plugins)
         except SpecrunError as exc:
             raise self.CollectError(str(exc)) from None
-        runner = state.runner_for(project)
         collect_only = self.config.getoption("collectonly", False)
-        if runner.models is not None and not collect_only and plan.needs_model(state.plugins.registry, project.config):
-            runner.models.preload()
+        if (
+            session.models is not None
+            and not collect_only
+            and plan.needs_model(state.plugins.registry, session.project.config)
+        ):
+            session.models.preload()
         for case, agent in plan.pairs:
-            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, runner=runner)
+            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, run_session=session)
 
 
 class CaseFailed(Exception):
@@ -208,11 +195,11 @@ class CaseFailed(Exception):
 class CaseItem(pytest.Item):
     """One case of a suite, run once."""
 
-    def __init__(self, *, case: Any, agent: Any, runner: Any, **kwargs: Any):
+    def __init__(self, *, case: Any, agent: Any, run_session: Any, **kwargs: Any):
         super().__init__(**kwargs)
         self.case = case
         self.agent = agent
-        self.runner = runner
+        self.run_session = run_session  # pytest's own Node.session is the pytest session
         self.result: Any = None
         self.add_marker("specrun")
         for tag in case.tags:
@@ -224,11 +211,9 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("agent", agent.id))
 
     def setup(self) -> None:
-        from .runner import Job
-
         if self.config.getoption("setuponly", False):
             return
-        self.result = result = self.config.stash[_STATE].run(self.runner.run_one(Job(self.case, self.agent)))
+        self.result = result = self.config.stash[_STATE].run(self.run_session.run_case(self.case, self.agent))
         if result.status == "error":
             pytest.fail(describe(result), pytrace=False)
 

@@ -1,7 +1,8 @@
 """Run cases against their agents: parallel workers, timeouts, hooks, fail-fast and interrupts.
 
-Every scheduled case yields exactly one result, handed to the observers (reporters, console,
-lifecycle hooks) as soon as it is final and then dropped, so memory stays flat as a run grows.
+Every scheduled case yields exactly one result, handed to the lifecycle hooks (the console, the
+stream, the reporters and installed plugins; see :mod:`specrun.lifecycle`) as soon as it is
+final and then dropped, so memory stays flat as a run grows.
 "As soon as" means at the event loop's next turn: a worker queues its result and moves on to
 its next case, so the requests that replies free up go out before the reports are written
 (reporting is off the path to the agent under test; see ``_report``).
@@ -18,18 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
-from .kinds import Check, Reporter, Session
+from .kinds import Check, Session
+from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
     DEFAULT_LOCALE,
@@ -51,6 +51,7 @@ from .proctree import kill_all
 from .project import Agent, Project
 from .services import Services, case_needs_model
 from .stability import Aggregator, exit_code
+from .stream import ResultStream
 from .verdicts import combine, evaluate_all, judge_usage
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
@@ -86,34 +87,14 @@ class Job:
     run: int = 1
 
 
-class Observer(Protocol):
-    """Watches a run (the console does)."""
-
-    def start(self, info: RunInfo) -> None: ...
-    def case_done(self, result: Result) -> None: ...
-    def finish(self, summary: dict[str, Any]) -> None: ...
-
-
 class Runner:
     """Runs jobs with ``options.parallel`` workers; see the module docstring."""
 
-    def __init__(
-        self,
-        project: Project,
-        plugins: Plugins,
-        options: RunOptions,
-        reporters: list[Reporter] | None = None,
-        observers: list[Observer] | None = None,
-        models: Any = None,
-        stream_path: Any = None,
-    ):
+    def __init__(self, project: Project, plugins: Plugins, options: RunOptions, models: Any = None):
         self.project = project
         self.plugins = plugins
         self.options = options
-        self.reporters = reporters or []
-        self.observers = observers or []
         self.models = models
-        self.stream_path = stream_path
         self.aggregator = Aggregator(options.min_pass_rate, options.runs)
         self.done = 0
         self.interrupted: str | None = None
@@ -124,52 +105,46 @@ class Runner:
         self._tasks: list[asyncio.Task[None]] = []
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
-        self._broken: dict[int, str] = {}  # id of a reporter, observer or hook -> its first failure
+        self._lifecycle: Lifecycle | None = None
 
     # -- the run --------------------------------------------------------------------------------
 
-    async def run(self, jobs: list[Job], info: RunInfo) -> dict[str, Any]:
-        """Run every job; return the summary. Reporters and observers are finished even when
-        the run is interrupted."""
+    async def run(
+        self, jobs: list[Job], info: RunInfo, run_plugins: list[object], stream: ResultStream
+    ) -> dict[str, Any]:
+        """Run every job, with ``run_plugins`` (the console, ``stream``, the reporters) on the
+        lifecycle hooks for this run; return the summary. Every consumer is finished even when
+        the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
         self._finished = [] if self.options.after_all else None
-        for reporter in self.reporters:
-            reporter.start(info)
-        for observer in self.observers:
-            observer.start(info)
-        self.plugins.hook.run_started(info=info)
-        loop = asyncio.get_running_loop()
-        handled = self._install_signals(loop)
-        try:
+        with Lifecycle(self.plugins, run_plugins) as lifecycle:
+            self._lifecycle = lifecycle
+            lifecycle.call("run_started", info=info)
+            loop = asyncio.get_running_loop()
+            handled = self._install_signals(loop)
             try:
-                await self._run_jobs(jobs)
+                try:
+                    await self._run_jobs(jobs)
+                finally:
+                    self._report_queued()  # an interrupted or failed run still reports every result it has
+                    self._finishing = True
+                    await self.project.aclose()
+                    if self.models is not None:
+                        await self.models.aclose()
+                summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000, stream)
+                await lifecycle.finish(info=info, summary=summary, stream=stream.path)
             finally:
-                self._report_queued()  # an interrupted or failed run still reports every result it has
-                self._finishing = True
-                await self.project.aclose()
-                if self.models is not None:
-                    await self.models.aclose()
-            summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000)
-            hook = self.plugins.hook.run_finished
-            self._guard(hook, "a run_finished hook", lambda: hook(info=info, summary=summary))
-            failures = await self._finish_reporters(summary)
-            for observer in self.observers:
-                self._guard(observer, type(observer).__name__, partial(observer.finish, summary))
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
-        failures = [*self._broken.values(), *failures]
-        if failures:
-            kept = (
-                "the reports say incomplete" if summary.get("incomplete") else f"every result is in {self.stream_path}"
-            )
-            raise ReportError("; ".join(failures) + f"; {kept}")
+                for sig in handled:
+                    loop.remove_signal_handler(sig)
+        if lifecycle.broken:
+            kept = "the reports say incomplete" if summary.get("incomplete") else f"every result is in {stream.path}"
+            raise ReportError("; ".join(lifecycle.broken.values()) + f"; {kept}")
         return summary
 
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
         opts = self.options
-        dirs, agents = self._hook_dirs(jobs), [j.agent for j in jobs]
+        dirs, agents = self.hook_dirs(jobs), [j.agent for j in jobs]
         ctx = self._global_context()
         before_all_data = None
         if opts.before_all:
@@ -194,21 +169,6 @@ class Runner:
                 await self._hook(
                     "AfterAll", opts.after_all, dirs, agents, opts.timeout, ctx, self._finished, before_all_data
                 )
-
-    async def _finish_reporters(self, summary: dict[str, Any]) -> list[str]:
-        """Finish every reporter; the failures. The stream goes last: a stream with its summary
-        line is a run that got to its end, reports included."""
-        failures: list[str] = []
-        for reporter in sorted(self.reporters, key=lambda r: r.path == self.stream_path):
-            if id(reporter) in self._broken:
-                continue
-            try:
-                done = reporter.finish(summary, self.stream_path)
-                if inspect.isawaitable(done):
-                    await done
-            except Exception as exc:  # one broken reporter must not cost the others (or the results)
-                failures.append(f"{_who(reporter)} failed: {type(exc).__name__}: {exc}")
-        return failures
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
@@ -300,7 +260,7 @@ class Runner:
             extra=dict(self.options.extra_context),
         )
 
-    def _hook_dirs(self, jobs: list[Job]) -> list[Any]:
+    def hook_dirs(self, jobs: list[Job]) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
         suites = [j.case.suite.base_dir for j in jobs if j.case.suite is not None]
         return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
@@ -451,7 +411,7 @@ class Runner:
     # -- results --------------------------------------------------------------------------------
 
     def _report(self, result: Result) -> None:
-        """Queue ``result`` for the observers, at the loop's next turn.
+        """Queue ``result`` for the lifecycle hooks, at the loop's next turn.
 
         Replies arrive in bursts under ``--parallel``; reporting each one before its worker sends
         the next request delayed the whole burst's next requests by the burst's reporting time.
@@ -468,29 +428,14 @@ class Runner:
     def _emit(self, result: Result) -> None:
         self.done += 1
         self.aggregator.add(result.record())
-        for reporter in self.reporters:
-            self._guard(reporter, _who(reporter), partial(reporter.add, result))
-        hook = self.plugins.hook.case_finished
-        self._guard(hook, "a case_finished hook", lambda: hook(result=result))
-        for observer in self.observers:
-            self._guard(observer, type(observer).__name__, partial(observer.case_done, result))
+        assert self._lifecycle is not None
+        self._lifecycle.call("case_finished", result=result)
         if self._finished is not None:
             self._finished.append(
                 {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
             )
 
-    def _guard(self, owner: object, what: str, step: Callable[[], object]) -> None:
-        """Run one step of a reporter, observer or plugin hook. Its first failure is kept for
-        the end of the run (exit 3) and its later steps are skipped: one broken consumer never
-        costs the stream, the other consumers or the run a result."""
-        if id(owner) in self._broken:
-            return
-        try:
-            step()
-        except Exception as exc:
-            self._broken[id(owner)] = f"{what} failed: {type(exc).__name__}: {exc}"
-
-    def _summary(self, scheduled: int, duration_ms: float) -> dict[str, Any]:
+    def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
 
         ``incomplete`` says why the stream lacks results, when it does: the whole-file reports
@@ -498,9 +443,9 @@ class Runner:
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
         summary = {"type": "summary", **summary, "not_run": scheduled - self.done}
-        stream = next((r for r in self.reporters if r.path == self.stream_path and id(r) in self._broken), None)
-        if stream is not None:
-            summary["incomplete"] = self._broken[id(stream)]
+        assert self._lifecycle is not None
+        if failure := self._lifecycle.failure(stream):
+            summary["incomplete"] = failure
         return summary
 
     def exit_code(self, summary: dict[str, Any]) -> int:
@@ -509,10 +454,6 @@ class Runner:
         if self.interrupted:
             return INTERRUPT_EXIT.get(self.interrupted, 130)
         return exit_code(summary)
-
-
-def _who(reporter: Reporter) -> str:
-    return f"{reporter.name} reporter ({reporter.path})"
 
 
 class _HookFailed(Exception):

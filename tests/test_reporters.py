@@ -82,7 +82,7 @@ def registry():
 
 def write_report(registry, path: Path, stream: Path, summary: dict[str, Any] | None = None) -> str:
     reporter = registry.reporter_for(str(path))(path)
-    reporter.finish(summary or {"duration_ms": 4321.0, "interrupted": False}, stream)
+    reporter.run_finished(summary or {"duration_ms": 4321.0, "interrupted": False}, stream)
     return path.read_text(encoding="utf-8")
 
 
@@ -305,7 +305,7 @@ def test_failed_write_keeps_the_old_file(registry, tmp_path, ext):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "start"}\n{"type": "result", "id": "A", "status": "passed"}\n')
     reporter = registry.reporter_for(str(out))(out)
-    original = reporter.finish
+    original = reporter.run_finished
 
     def crash_midway(summary, path):
         import specrun.stability as stability
@@ -343,7 +343,7 @@ def _peak(registry, tmp_path: Path, ext: str, n: int) -> int:
     reporter = registry.reporter_for(f"r{ext}")(tmp_path / f"r{n}{ext}")
     tracemalloc.start()
     try:
-        reporter.finish({"interrupted": False}, stream)
+        reporter.run_finished({"interrupted": False}, stream)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -8,7 +8,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from specrun_plugins.reporters.jsonl import JsonlReporter
 
 from specrun.errors import ReportError
 from specrun.kinds import Reporter, SourceContext
@@ -18,6 +17,7 @@ from specrun.plan import build_plan, load_inputs
 from specrun.plugins import default_plugins
 from specrun.project import Project
 from specrun.runner import Runner, RunOptions
+from specrun.stream import ResultStream
 
 
 class Recording(Reporter):
@@ -28,21 +28,28 @@ class Recording(Reporter):
         self.fail_at = fail_at
         self.ids: list[str] = []
 
-    def add(self, result: Result) -> None:
+    def case_finished(self, result: Result) -> None:
         if len(self.ids) == self.fail_at:
             raise OSError("disk full")
         self.ids.append(result.case.id)
 
 
-async def _run(folder: Path, reporters: list[Reporter], parallel: int) -> dict:
+class BrokenStream(ResultStream):
+    """A result stream that cannot write a result (a full disk)."""
+
+    def case_finished(self, result: Result) -> None:
+        raise OSError("disk full")
+
+
+async def _run(folder: Path, reporters: list[Reporter], parallel: int, stream: ResultStream | None = None) -> dict:
     plugins = default_plugins()
     project = Project.discover(folder, plugins.registry)
     runner = Runner(project, plugins, RunOptions(parallel=parallel))
     context = SourceContext(Loader(plugins.registry), project, runner.services(1), None)
     suites = await load_inputs([str(folder / "suite.jsonl")], context, plugins)
     plan = build_plan(suites, project, plugins, None, None, None, None)
-    runner.reporters, runner.stream_path = reporters, folder / "out.jsonl"
-    return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)))
+    stream = stream or ResultStream(folder / "out.jsonl")
+    return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)), [stream, *reporters], stream)
 
 
 @pytest.fixture
@@ -59,7 +66,7 @@ def folder(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("parallel", [1, 8])
 def test_every_result_reaches_every_reporter_once(folder, parallel):
     recording = Recording(folder / "r.rec")
-    summary = asyncio.run(_run(folder, [JsonlReporter(folder / "out.jsonl"), recording], parallel))
+    summary = asyncio.run(_run(folder, [recording], parallel))
     assert summary["passed"] == 20 and summary["not_run"] == 0
     assert sorted(recording.ids) == sorted(f"c{i}" for i in range(20))
     if parallel == 1:  # one worker: reported in the order run
@@ -69,7 +76,7 @@ def test_every_result_reaches_every_reporter_once(folder, parallel):
 def test_a_reporter_that_breaks_mid_run_costs_neither_the_stream_nor_the_others(folder):
     broken, after = Recording(folder / "b.rec", fail_at=3), Recording(folder / "a.rec")
     with pytest.raises(ReportError, match=r"recording reporter \(.*b\.rec\) failed: OSError: disk full") as raised:
-        asyncio.run(_run(folder, [JsonlReporter(folder / "out.jsonl"), broken, after], parallel=4))
+        asyncio.run(_run(folder, [broken, after], parallel=4))
     assert f"every result is in {folder / 'out.jsonl'}" in str(raised.value)
     lines = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
     assert len([r for r in lines if r["type"] == "result"]) == 20 and lines[-1]["type"] == "summary"
@@ -77,7 +84,6 @@ def test_a_reporter_that_breaks_mid_run_costs_neither_the_stream_nor_the_others(
 
 
 def test_a_broken_stream_is_not_said_to_hold_the_results(folder):
-    stream = Recording(folder / "out.jsonl", fail_at=0)
     with pytest.raises(ReportError) as raised:
-        asyncio.run(_run(folder, [stream], parallel=2))
+        asyncio.run(_run(folder, [], parallel=2, stream=BrokenStream(folder / "out.jsonl")))
     assert "every result is in" not in str(raised.value)

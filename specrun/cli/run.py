@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shlex
-import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,131 +77,57 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
 
 
 async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
-    from ..case_rules import GeneratedLimits
-    from ..errors import UsageError
-    from ..kinds import SourceContext
-    from ..loader import Loader
-    from ..model import DEFAULT_TIMEOUT, RunInfo, parse_duration
-    from ..plan import build_plan, load_inputs
-    from ..plugins import default_plugins
-    from ..project import Project
-    from ..runner import Runner, RunOptions
+    from ..session import RunRequest, RunSession
 
-    plugins = default_plugins()
-    registry = plugins.registry
-    first = next((Path(s) for s in specs if os.path.exists(s)), Path.cwd())
-    project = Project.discover(first, registry)
-    config = project.config
-    try:
-        timeout = parse_duration(flags["timeout"] or config.get("timeout") or DEFAULT_TIMEOUT)
-    except ValueError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-    if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
-        raise UsageError(f"--timeout: a timeout must be more than 0, not {flags['timeout']!r}")
-    options = RunOptions(
-        parallel=flags["parallel"] or config.get("parallel") or 1,
-        timeout=timeout,
+    request = RunRequest(
+        inputs=specs,
+        agent=flags["name"],
+        outputs=list(flags["outputs"]),
+        timeout=flags["timeout"],
+        parallel=flags["parallel"],
         runs=flags["runs"],
+        min_pass_rate=flags["min_pass_rate"],
         fail_fast=flags["fail_fast"],
         user=flags["user"],
         team=flags["team"],
         locale=flags["locale"],
-        extra_context=_read_ctx(flags["ctx_file"]),
+        context_file=flags["ctx_file"],
         before_all=flags["before_all"],
         after_all=flags["after_all"],
         connector=flags["connector"],
         simulator=flags["simulator"],
-        min_pass_rate=flags["min_pass_rate"],
+        run_filter=flags["run_filter"],
+        reporter_agent=flags["reporter"],
+        saving=flags["save"],
+        no_cache=flags["no_cache"],
+        verbose=flags["verbose"],
     )
-    models = _models(project, flags)
-    runner = Runner(project, plugins, options, models=models)
-    allowed = frozenset(a.removeprefix("agents:") for a in (config.get("generated") or {}).get("agents", []))
-    limits = GeneratedLimits(allowed, options.timeout, options.min_pass_rate)
-    context = SourceContext(Loader(registry, limits), project, runner.services(1), flags["name"])
-    _check_reporter(project, flags)
-    for output in flags["outputs"]:
-        registry.reporter_for(output)  # an unknown extension: before any source or lock runs
-    given = [("-o", Path(o)) for o in flags["outputs"]] + ([("--save", flags["save"])] if flags["save"] else [])
-    from ..outputs import check_outputs
-
-    # Before any source runs (a generator is an agent too); again once symbolic links and
-    # file: inputs have led to the suite files themselves.
-    reads = [Path(s) for s in specs if os.path.isfile(s)] + ([flags["ctx_file"]] if flags["ctx_file"] else [])
-    check_outputs(given, reads, [Path(s) for s in specs if os.path.isdir(s)])
+    session = RunSession(request)
+    _check_reporter(session.project, flags)
     try:
-        suites = await load_inputs(specs, context, plugins)
+        suites = await session.load()
     finally:
         if flags["verbose"]:
             from .validate import echo_skipped
 
-            echo_skipped(context.loader.skipped)
-    check_outputs(given, [s.path for s in suites], [])
+            echo_skipped(session.skipped)
     if flags["save"]:
         _save_generated(suites, flags["save"])
-    plan = build_plan(
-        suites, project, plugins, flags["name"], flags["run_filter"], flags["connector"], flags["simulator"]
-    )
-    if not plan.pairs:
-        raise UsageError("no cases to run" + (f" match --run {flags['run_filter']!r}" if flags["run_filter"] else ""))
-    _check_connector(plan, project, flags["connector"])
-    jobs = plan.jobs(options.runs)
-    for flag, kind, ref in (("--before", "BeforeAll", options.before_all), ("--after", "AfterAll", options.after_all)):
-        if ref:  # a missing global hook is bad input (exit 2), found before anything runs
-            from ..case_hooks import load_hook
-
-            try:
-                load_hook(kind, ref, runner._hook_dirs(jobs), [agent for _, agent in plan.pairs])
-            except UsageError as exc:
-                raise UsageError(f"{flag}: {exc}") from None
+    plan = session.plan()
     if flags["dry_run"]:
-        _show_plan(plan, options.runs, flags["save"])
-        await project.aclose()
+        _show_plan(plan, request.runs, flags["save"])
+        await session.aclose()
         return 0
-    if models is not None and plan.needs_model(registry, config):
-        models.preload()
-
-    direct = all(s.path.name == "<message>" for s in suites)
-    outputs = list(flags["outputs"])
-    if not outputs and not direct:
-        outputs = [str(_default_output(first))]
-    locks.acquire([("-o" if flags["outputs"] else "the result stream", Path(o)) for o in outputs])
-    agent_options = {"agent": flags["reporter"], "call_agent": runner.call_agent, "verbose": flags["verbose"]}
-    reporters, stream_path, temporary = _reporters(outputs, registry, agent_options if flags["reporter"] else None)
+    locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
-    console.output_paths = outputs
-    runner.reporters = reporters
-    runner.observers = [console]
-    runner.stream_path = stream_path
-    info = RunInfo(
-        agent_id=", ".join(plan.agent_ids),
-        connector=flags["connector"],
-        inputs=specs,
-        total_cases=len(plan.pairs),
-        runs=options.runs,
-        parallel=options.parallel,
-        timeout=options.timeout,
-        user=options.user or config.get("user") or "test-user",
-        team=options.team or config.get("team") or "test-team",
-        locale=options.locale or config.get("locale") or "en-us",
-        simulator=options.simulator,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        project_root=project.root,
-    )
-    # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
-    # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
-    # 700: each one walks the objects of every case in flight, and nearly all of them are freed
-    # by reference counting first. Measured on 1,000 http cases at --parallel 200: freeze -12%
-    # CPU; GC time in the run from ~50 ms to under 1 ms.
-    gc.freeze()
-    gc.set_threshold(100_000, 10, 10)
-    summary = await runner.run(jobs, info)  # a failed report keeps the stream
-    if direct and not flags["outputs"]:
-        _print_direct(stream_path)
-    if temporary:
-        stream_path.unlink(missing_ok=True)
-    return runner.exit_code(summary)
+    console.output_paths = session.outputs
+    summary = await session.run(console)  # a failed report raises, and keeps the stream
+    if session.direct and not request.outputs:
+        _print_direct(summary.stream)
+    session.discard_stream()
+    return summary.exit_code
 
 
 def _check_positional(paths: tuple[str, ...]) -> None:
@@ -242,18 +165,6 @@ def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
         raise UsageError(f"-r {flags['reporter']}: {exc}") from None
 
 
-def _check_connector(plan: Any, project: Any, connector: str | None) -> None:
-    """``-c`` replaces the model of model-backed targets: one of them must be in the run."""
-    from ..errors import UsageError
-
-    if connector and not any(project.takes_model(agent) for _, agent in plan.pairs):
-        kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
-        raise UsageError(
-            f"-c {connector}: no agent in this run has a model to replace (-c sets the model of"
-            f" model-backed targets such as litellm; the agents here: {kinds})"
-        )
-
-
 def _loop_factory() -> Any:
     """uvloop's event loop where it is installed: ~20% less CPU per case, which decides the
     wall time of highly parallel runs (measured in bench/http_bench.py); else asyncio's."""
@@ -262,55 +173,6 @@ def _loop_factory() -> Any:
     except ImportError:
         return None
     return uvloop.new_event_loop
-
-
-def _models(project: Any, flags: dict[str, Any]) -> Any:
-    try:
-        from ..llm import ModelClient
-    except ImportError:
-        return None
-    return ModelClient.from_config(project.config, project.root, no_cache=flags["no_cache"])
-
-
-def _read_ctx(path: Path | None) -> dict[str, Any]:
-    if path is None:
-        return {}
-    from ..documents import DocumentError, load_mapping
-    from ..errors import SuiteError, UsageError
-
-    try:
-        data, _ = load_mapping(path, str(path))
-    except DocumentError as exc:
-        raise SuiteError([exc.problem]) from None
-    if not isinstance(data, dict):
-        raise UsageError(f"--ctx {path}: expected a mapping")
-    return data
-
-
-def _default_output(first: Path) -> Path:
-    folder = first if first.is_dir() else first.parent
-    return folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl"
-
-
-def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) -> tuple[list[Any], Path, bool]:
-    """Reporters for the ``-o`` files; the JSONL stream is one of them or a temporary file.
-
-    With ``-r`` (``agent``), every ``-o`` file but a ``.jsonl`` is written by the reporter agent.
-    """
-    classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
-    if agent is not None:
-        classes = [(p, cls if cls.name == "jsonl" else registry.get("reporter", "agent")) for p, cls in classes]
-    stream = next((p for p, cls in classes if cls.name == "jsonl"), None)
-    temporary = stream is None
-    if stream is None:
-        folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
-        folder.mkdir(parents=True, exist_ok=True)
-        stream = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
-        classes.insert(0, (stream, registry.get("reporter", "jsonl")))
-    else:
-        classes.sort(key=lambda pc: pc[0] != stream)
-    reporters = [cls(path, agent if cls.name == "agent" else None) for path, cls in classes]
-    return reporters, stream, temporary
 
 
 def _print_direct(stream: Path) -> None:

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 from rich.console import Console
-from specrun_plugins.reporters.jsonl import JsonlReporter
 
+from specrun import hookimpl
 from specrun.console import ConsoleReport
 from specrun.errors import ReportError
 from specrun.kinds import SourceContext
@@ -39,6 +39,7 @@ from specrun.plugins import default_plugins
 from specrun.project import Project
 from specrun.runner import Runner, RunOptions
 from specrun.stability import Aggregator, exit_code, iter_stream, verdict
+from specrun.stream import ResultStream
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -221,29 +222,26 @@ def test_an_agent_that_closes_sys_stdout_silences_nothing(tmp_path):
 
 
 class _Breaks:
-    """An observer (the console's place) that fails on its third result."""
+    """A plugin of the run in the console's place, that fails on its third result."""
 
     def __init__(self) -> None:
         self.seen = 0
 
-    def start(self, info: RunInfo) -> None: ...
-
-    def case_done(self, result: Result) -> None:
+    @hookimpl(trylast=True)
+    def case_finished(self, result: Result) -> None:
         self.seen += 1
         if self.seen == 3:
             raise ValueError("I/O operation on closed file.")
-
-    def finish(self, summary: dict[str, Any]) -> None: ...
 
 
 async def _run_with(root: Path, observer: _Breaks) -> dict[str, Any]:
     plugins = default_plugins()
     project = Project.discover(root, plugins.registry)
-    runner = Runner(project, plugins, RunOptions(parallel=8), observers=[observer])  # type: ignore[list-item]
+    runner = Runner(project, plugins, RunOptions(parallel=8))
     context = SourceContext(Loader(plugins.registry), project, runner.services(1), None)
     plan = build_plan(await load_inputs([str(root / "suite.jsonl")], context, plugins), project, plugins, *[None] * 4)
-    runner.reporters, runner.stream_path = [JsonlReporter(root / "r.jsonl")], root / "r.jsonl"
-    return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)))
+    stream = ResultStream(root / "r.jsonl")
+    return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)), [observer, stream], stream)
 
 
 def test_a_console_that_breaks_costs_the_stream_nothing(tmp_path):
@@ -328,7 +326,7 @@ def test_labels_say_exactly_what_happened(tmp_path):
 
 def _banner(summary: dict[str, Any]) -> str:
     buffer = io.StringIO()
-    ConsoleReport(Console(file=buffer, width=200)).finish({"total": 0, **summary})
+    ConsoleReport(Console(file=buffer, width=200)).run_finished({"total": 0, **summary})
     return buffer.getvalue().splitlines()[-2].strip()
 
 

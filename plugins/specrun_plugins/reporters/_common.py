@@ -1,6 +1,6 @@
 """Shared by the whole-file reporters: atomic writes and the re-read result stream.
 
-A whole-file reporter keeps nothing during the run; in ``finish`` it scans the streamed JSONL
+A whole-file reporter keeps nothing during the run; in ``run_finished`` it scans the streamed JSONL
 once (per-case statistics and each line's offset, see ``specrun.stability.scan``) and then
 reads the records of one case at a time while it writes, so memory does not grow with outputs.
 """
@@ -201,22 +201,22 @@ class Report:
 _RUNNER_KEYS = ("duration_ms", "interrupted", "not_run", "completed_at", "min_pass_rate", "incomplete")
 
 
-def load(summary: dict[str, Any], results_path: Path) -> Report:
+def load(summary: dict[str, Any], stream: Path) -> Report:
     """Scan the streamed results; statistics come from the stream, run facts from ``summary``.
 
     When the stream lacks results (``summary["incomplete"]``), the counts are the runner's: a
     stream cut short by a full disk must not make a red run look green.
     """
-    stream = scan(Path(results_path), summary.get("min_pass_rate"))
-    merged = stream.aggregator.summary()
-    for source in (stream.summary or {}, summary):
+    results = scan(Path(stream), summary.get("min_pass_rate"))
+    merged = results.aggregator.summary()
+    for source in (results.summary or {}, summary):
         merged.update({k: v for k, v in source.items() if k in _RUNNER_KEYS or k not in merged})
     if summary.get("incomplete"):
         merged.update(summary)
     merged.pop("type", None)
-    cases = stream.aggregator.cases()
+    cases = results.aggregator.cases()
     multi = int(merged.get("runs_per_case") or 1) > 1 or any(c.runs + c.skipped > 1 for c in cases)
-    return Report(stream.start, merged, stream, cases, multi)
+    return Report(results.start, merged, results, cases, multi)
 
 
 class WholeFileReporter(Reporter):
@@ -226,7 +226,7 @@ class WholeFileReporter(Reporter):
     def render(self, report: Report, out: IO[str]) -> None:
         raise NotImplementedError
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
-        report = load(summary, results_path)
+    def run_finished(self, summary: dict[str, Any], stream: Path) -> None:
+        report = load(summary, stream)
         with atomic_writer(self.path) as out:
             self.render(report, out)

@@ -27,10 +27,10 @@ class AgentReporter(Reporter):
     description = "Asks a project agent (-r agents:ID) to write the report from {report, format, options}."
     extensions = ()  # chosen with -r, never by a file extension
 
-    async def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+    async def run_finished(self, summary: dict[str, Any], stream: Path) -> None:
         agent_id = self.options["agent"].removeprefix("agents:")
         buffer = io.StringIO()
-        write(load(summary, results_path), buffer)
+        write(load(summary, stream), buffer)
         payload = {
             "report": json.loads(buffer.getvalue()),
             "format": FORMATS.get(self.path.suffix.lower(), "text"),

@@ -1,7 +1,10 @@
 """The JSONL result stream: a ``start`` line, one ``result`` line per case as it completes, a ``summary``.
 
-Each line is flushed when written, so a killed run keeps every result it had. Secret values
-are masked here, so every report built from the stream is clean too.
+The engine writes it on every run (``-o FILE.jsonl`` only says where; else it is a temporary
+file), as a plugin of the run on the lifecycle hooks, and whole-file reporters read it back in
+``run_finished``. Each line is flushed when written, so a killed run keeps every result it had,
+and the summary line is written last: a stream without one is a run that did not get to its
+end. Secret values are masked here, so every report built from the stream is clean too.
 """
 
 from __future__ import annotations
@@ -9,12 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from specrun.kinds import Reporter
-from specrun.model import Result, RunInfo, json_line
-from specrun.redact import redact_json
+from . import hookimpl
+from .kinds import Reporter
+from .model import Result, RunInfo, json_line
+from .redact import redact_json
 
 
-class JsonlReporter(Reporter):
+class ResultStream(Reporter):
+    """The result stream, at ``path``; its hooks run after every other reporter's."""
+
     name = "jsonl"
     description = "Streams results as JSON lines (the default output)."
     extensions = (".jsonl",)
@@ -28,15 +34,18 @@ class JsonlReporter(Reporter):
         self._file.write(redact_json(line) + "\n")
         self._file.flush()
 
-    def start(self, info: RunInfo) -> None:
+    @hookimpl(trylast=True)
+    def run_started(self, info: RunInfo) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("w", encoding="utf-8")
         self._write(json_line({"type": "start", "specrun_report": "jsonl", **info.to_dict()}))
 
-    def add(self, result: Result) -> None:
+    @hookimpl(trylast=True)
+    def case_finished(self, result: Result) -> None:
         self._write(result.line)  # sealed: strict JSON, its encoding failures already the case's error
 
-    def finish(self, summary: dict[str, Any], results_path: Path) -> None:
+    @hookimpl(trylast=True)
+    def run_finished(self, summary: dict[str, Any], stream: Path) -> None:
         self._write(json_line(summary))
         assert self._file is not None
         self._file.close()

@@ -1,0 +1,285 @@
+"""One run, for the CLI and for pytest: a typed request in, a typed summary out.
+
+``RunSession(request)`` finds the project and builds the run's options, model client and
+runner; then ``load`` reads the inputs, ``plan`` pairs cases with agents and checks the global
+hooks (every mistake found before anything runs), and ``run`` runs the plan with the console
+and the ``-o`` reporters as plugins of the run (see :mod:`specrun.lifecycle`). The pytest
+plugin builds one session per project and runs its cases one at a time with ``run_case``.
+What belongs to a command line (click, flag checks, printing, output locks) stays in
+:mod:`specrun.cli.run`.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .case_rules import GeneratedLimits
+from .errors import UsageError
+from .kinds import Reporter, SourceContext
+from .loader import Loader
+from .model import DEFAULT_TIMEOUT, Case, Result, RunInfo, Suite, parse_duration
+from .outputs import check_outputs
+from .plan import Plan, build_plan, load_inputs
+from .plugins import Plugins, default_plugins
+from .project import Agent, Project
+from .runner import Job, Runner, RunOptions
+from .stream import ResultStream
+
+
+@dataclass
+class RunRequest:
+    """What to run and how, as the user said it (``specrun run``'s flags, typed)."""
+
+    inputs: list[str]
+    agent: str | None = None  # -n: the agent under test
+    outputs: list[str] = field(default_factory=list)  # -o, in order
+    timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
+    parallel: int | None = None  # else the project's, else 1
+    runs: int = 1
+    min_pass_rate: float | None = None
+    fail_fast: bool = False
+    user: str | None = None
+    team: str | None = None
+    locale: str | None = None
+    context_file: Path | None = None  # --ctx: merged into every case's context
+    before_all: str | None = None
+    after_all: str | None = None
+    connector: str | None = None
+    simulator: str | None = None
+    run_filter: str | None = None  # --run: a regex on case ids and names
+    reporter_agent: str | None = None  # -r: the agent that writes the -o reports
+    saving: Path | None = None  # --save: the file that generated cases go to (not an input)
+    no_cache: bool = False
+    verbose: bool = False
+
+
+@dataclass
+class RunSummary:
+    """How a run ended: its counts, its exit code, and where its result stream is."""
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    not_run: int
+    duration_ms: float
+    interrupted: bool
+    incomplete: str | None
+    exit_code: int
+    stream: Path
+    record: dict[str, Any]  # the stream's summary line
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as the stream and the reports have it."""
+        return dict(self.record)
+
+
+class RunSession:
+    """One run (or, for pytest, one project's cases); see the module docstring."""
+
+    def __init__(self, request: RunRequest, plugins: Plugins | None = None, project: Project | None = None):
+        self.request = request
+        self.plugins = plugins or default_plugins()
+        self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
+        self.project = project or Project.discover(self.first, self.plugins.registry)
+        self.options = _options(request, self.project.config)
+        self.models = _models(self.project, request.no_cache)
+        self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
+        self.suites: list[Suite] = []
+        self.skipped: list[Any] = []  # files a folder search passed over, with why
+        self.outputs: list[str] = []  # the files the run writes, known once planned
+        self._plan: Plan | None = None
+        self._temporary: Path | None = None
+
+    @property
+    def direct(self) -> bool:
+        """Every input is a message (``-i "hello"``): the agent's answer is the output."""
+        return bool(self.suites) and all(s.path.name == "<message>" for s in self.suites)
+
+    async def load(self) -> list[Suite]:
+        """Read and validate every input (sources run here: a generator is an agent too),
+        having checked first that no output would overwrite one."""
+        req, registry = self.request, self.plugins.registry
+        for output in req.outputs:
+            registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+        given = [("-o", Path(o)) for o in req.outputs] + ([("--save", req.saving)] if req.saving else [])
+        # Before any source runs; again once symbolic links and file: inputs have led to the suite files.
+        reads = [Path(s) for s in req.inputs if os.path.isfile(s)] + ([req.context_file] if req.context_file else [])
+        check_outputs(given, reads, [Path(s) for s in req.inputs if os.path.isdir(s)])
+        allowed = frozenset(
+            a.removeprefix("agents:") for a in (self.project.config.get("generated") or {}).get("agents", [])
+        )
+        limits = GeneratedLimits(allowed, self.options.timeout, self.options.min_pass_rate)
+        context = SourceContext(Loader(registry, limits), self.project, self.runner.services(1), req.agent)
+        try:
+            self.suites = await load_inputs(req.inputs, context, self.plugins)
+        finally:
+            self.skipped = context.loader.skipped
+        check_outputs(given, [s.path for s in self.suites], [])
+        return self.suites
+
+    def plan(self) -> Plan:
+        """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
+        bad input, found before anything runs."""
+        req = self.request
+        plan = build_plan(
+            self.suites, self.project, self.plugins, req.agent, req.run_filter, req.connector, req.simulator
+        )
+        if not plan.pairs:
+            raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+        if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
+            kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
+            raise UsageError(
+                f"-c {req.connector}: no agent in this run has a model to replace (-c sets the model of"
+                f" model-backed targets such as litellm; the agents here: {kinds})"
+            )
+        jobs = plan.jobs(1)
+        for flag, kind, ref in (("--before", "BeforeAll", req.before_all), ("--after", "AfterAll", req.after_all)):
+            if ref:
+                from .case_hooks import load_hook
+
+                try:
+                    load_hook(kind, ref, self.runner.hook_dirs(jobs), [agent for _, agent in plan.pairs])
+                except UsageError as exc:
+                    raise UsageError(f"{flag}: {exc}") from None
+        self._plan = plan
+        self.outputs = list(req.outputs)
+        if not self.outputs and not self.direct:  # direct mode prints the answer instead
+            folder = self.first if self.first.is_dir() else self.first.parent
+            self.outputs = [str(folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl")]
+        return plan
+
+    async def run(self, console: object) -> RunSummary:
+        """Run the plan, with ``console``, the result stream and the ``-o`` reporters as the
+        run's plugins. A consumer that failed raises ``ReportError`` (the stream is kept)."""
+        assert self._plan is not None, "plan() first"
+        plan, req, config = self._plan, self.request, self.project.config
+        if self.models is not None and plan.needs_model(self.plugins.registry, config):
+            self.models.preload()
+        reporters, stream = self._reporters(self.outputs)
+        info = RunInfo(
+            agent_id=", ".join(plan.agent_ids),
+            connector=req.connector,
+            inputs=req.inputs,
+            total_cases=len(plan.pairs),
+            runs=self.options.runs,
+            parallel=self.options.parallel,
+            timeout=self.options.timeout,
+            user=self.options.user or config.get("user") or "test-user",
+            team=self.options.team or config.get("team") or "test-team",
+            locale=self.options.locale or config.get("locale") or "en-us",
+            simulator=self.options.simulator,
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            project_root=self.project.root,
+        )
+        # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
+        # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
+        # 700: each one walks the objects of every case in flight, and nearly all of them are freed
+        # by reference counting first. Measured on 1,000 http cases at --parallel 200: freeze -12%
+        # CPU; GC time in the run from ~50 ms to under 1 ms.
+        gc.freeze()
+        gc.set_threshold(100_000, 10, 10)
+        jobs = plan.jobs(self.options.runs)
+        record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
+        return RunSummary(
+            total=record["total"],
+            passed=record["passed"],
+            failed=record["failed"],
+            errors=record["errors"],
+            skipped=record["skipped"],
+            not_run=record["not_run"],
+            duration_ms=record["duration_ms"],
+            interrupted=record["interrupted"],
+            incomplete=record.get("incomplete"),
+            exit_code=self.runner.exit_code(record),
+            stream=stream.path,
+            record=record,
+        )
+
+    def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
+        """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a
+        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the reporter agent."""
+        registry = self.plugins.registry
+        classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+        path = next((p for p, cls in classes if cls is ResultStream), None)
+        if path is None:
+            folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self._temporary = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
+        agent: dict[str, Any] | None = None
+        if self.request.reporter_agent:
+            agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
+            agent["verbose"] = self.request.verbose
+            classes = [(p, cls if cls is ResultStream else registry.get("reporter", "agent")) for p, cls in classes]
+        reporters = [cls(p, agent if cls.name == "agent" else None) for p, cls in classes if p != path]
+        return reporters, ResultStream(path)
+
+    def discard_stream(self) -> None:
+        """Remove the result stream if it was a temporary file (kept when a report failed:
+        the error names it)."""
+        if self._temporary is not None:
+            self._temporary.unlink(missing_ok=True)
+
+    async def run_case(self, case: Case, agent: Agent) -> Result:
+        """Run one case once and return its result, reported to no one (pytest's items)."""
+        return await self.runner.run_one(Job(case, agent))
+
+    async def aclose(self) -> None:
+        """Close what the session opened: targets, the model client."""
+        await self.project.aclose()
+        if self.models is not None:
+            await self.models.aclose()
+
+
+def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
+    try:
+        timeout = parse_duration(request.timeout or config.get("timeout") or DEFAULT_TIMEOUT)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+    if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
+        raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
+    return RunOptions(
+        parallel=request.parallel or config.get("parallel") or 1,
+        timeout=timeout,
+        runs=request.runs,
+        fail_fast=request.fail_fast,
+        user=request.user,
+        team=request.team,
+        locale=request.locale,
+        extra_context=_read_context(request.context_file),
+        before_all=request.before_all,
+        after_all=request.after_all,
+        connector=request.connector,
+        simulator=request.simulator,
+        min_pass_rate=request.min_pass_rate,
+    )
+
+
+def _read_context(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    from .documents import DocumentError, load_mapping
+    from .errors import SuiteError
+
+    try:
+        data, _ = load_mapping(path, str(path))
+    except DocumentError as exc:
+        raise SuiteError([exc.problem]) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--ctx {path}: expected a mapping")
+    return data
+
+
+def _models(project: Project, no_cache: bool) -> Any:
+    try:
+        from .llm import ModelClient
+    except ImportError:
+        return None
+    return ModelClient.from_config(project.config, project.root, no_cache=no_cache)
