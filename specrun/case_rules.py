@@ -100,8 +100,8 @@ def generated_problems(
     if isinstance(case.get("simulator"), dict):
         named.append(("simulator", ["simulator"], case["simulator"]))
     for kind, path, config in named:
-        name = config.get("type", "agent")  # `simulator: {use: id}` is an agent simulator
-        cls = registry.get(kind, name)
+        cls = registry.simulator_for(config) if kind == "simulator" else registry.get(kind, config["type"])
+        name = cls.name
         if not cls.data_only:
             yield path, f"{who} may not use a {name!r} {kind} (it runs code)"
             continue

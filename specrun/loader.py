@@ -20,7 +20,7 @@ import jsonschema_rs
 from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
 from .discovery import find_suite_files
 from .documents import Document, DocumentError, Record, parse
-from .errors import Problem, SuiteError
+from .errors import Problem, SuiteError, UsageError
 from .kinds import AssertionType
 from .model import (
     MISSING,
@@ -303,6 +303,13 @@ class Loader:
 
     # -- building ------------------------------------------------------------------------------
 
+    def _expected_assertion(self, expected: Any) -> Assertion:
+        """The assertion a bare ``expected`` means: the installed type that declares it."""
+        cls = self.registry.declaring("assertion", "expected_param")
+        if cls is None:
+            raise UsageError("no installed assertion type checks a case's bare 'expected'")
+        return Assertion(cls.name, {cls.expected_param: expected})
+
     def _case_from(self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite) -> Case:
         base = suite.base_dir
         location = Location(doc.display, record.line, record.column, pointer(["cases", index]))
@@ -314,7 +321,7 @@ class Loader:
         own = record.data.get("assertions", record.data.get("assert"))
         if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
             # `expected` is the case's own check; the defaults' assertions come in addition, first
-            assertions.append(Assertion("equals", {"value": expected}))
+            assertions.append(self._expected_assertion(expected))
         checkpoints = [
             Checkpoint(
                 id=c["id"],

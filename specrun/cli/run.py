@@ -299,17 +299,18 @@ def _reporters(outputs: list[str], registry: Any, agent: dict[str, Any] | None) 
     """
     classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
     if agent is not None:
-        classes = [(p, cls if cls.name == "jsonl" else registry.get("reporter", "agent")) for p, cls in classes]
-    stream = next((p for p, cls in classes if cls.name == "jsonl"), None)
+        writer = registry.declaring("reporter", "by_agent")
+        classes = [(p, cls if cls.streams else writer) for p, cls in classes]
+    stream = next((p for p, cls in classes if cls.streams), None)
     temporary = stream is None
     if stream is None:
         folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
         folder.mkdir(parents=True, exist_ok=True)
         stream = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
-        classes.insert(0, (stream, registry.get("reporter", "jsonl")))
+        classes.insert(0, (stream, registry.declaring("reporter", "streams")))
     else:
         classes.sort(key=lambda pc: pc[0] != stream)
-    reporters = [cls(path, agent if cls.name == "agent" else None) for path, cls in classes]
+    reporters = [cls(path, agent if cls.by_agent else None) for path, cls in classes]
     return reporters, stream, temporary
 
 

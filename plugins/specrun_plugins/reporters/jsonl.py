@@ -9,15 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any
 
-from specrun.kinds import Reporter
-from specrun.model import Result, RunInfo, json_line
-from specrun.redact import redact_json
+from specrun.plugin import Reporter, Result, RunInfo, json_line, redact_json
 
 
 class JsonlReporter(Reporter):
     name = "jsonl"
     description = "Streams results as JSON lines (the default output)."
     extensions = (".jsonl",)
+    streams = True  # the run's JSONL result stream, which whole-file reporters re-read
 
     def __init__(self, path: Path, options: dict[str, Any] | None = None):
         super().__init__(path, options)

@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specrun.errors import TargetError
-from specrun.model import Response, ToolCall, Usage
-from specrun.wire import excerpt, openai_messages
+from specrun.plugin import Response, TargetError, ToolCall, Usage, excerpt, openai_messages
 
 __all__ = ["excerpt", "openai_messages", "parse_openai_reply", "parse_tool_call"]
 
