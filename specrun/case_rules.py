@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import UsageError
 from .model import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
 from .registry import Registry
 
@@ -33,6 +34,15 @@ def to_assertion(data: dict[str, Any]) -> Assertion:
     """An assertion mapping as an ``Assertion``: its envelope fields apart from its parameters."""
     params = {k: v for k, v in data.items() if k not in ("type", "negate", "message")}
     return Assertion(data["type"], params, bool(data.get("negate", False)), data.get("message"))
+
+
+def expected_assertion(expected: Any, registry: Registry) -> Assertion:
+    """The assertion a case's bare ``expected`` means, from the installed type that declares
+    ``expected_param`` (``equals``)."""
+    cls = registry.declaring("assertion", "expected_param")
+    if cls is None:
+        raise UsageError("no installed assertion type checks a case's bare 'expected'")
+    return Assertion(cls.name, {cls.expected_param: expected})
 
 
 def as_list(assertions: Any) -> list[Any]:

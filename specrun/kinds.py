@@ -11,12 +11,16 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import EvaluationError
 from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
 from .redact import expand_env
 from .services import Services
+
+if TYPE_CHECKING:
+    from .loader import Loader
+    from .project import Project
 
 
 class Plugin:
@@ -178,8 +182,8 @@ class _StatelessSession(Session):
 class SourceContext:
     """What a source may use: the loader (validates case data), the project, and model services."""
 
-    loader: Any
-    project: Any
+    loader: Loader
+    project: Project
     services: Services | None = None
     target_agent: str | None = None
 

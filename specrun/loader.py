@@ -17,14 +17,21 @@ from typing import Any
 
 import jsonschema_rs
 
-from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
+from .case_rules import (
+    GeneratedLimits,
+    as_list,
+    assertions_of,
+    expected_assertion,
+    generated_problems,
+    to_assertion,
+    unread_fields,
+)
 from .discovery import find_suite_files
 from .documents import Document, DocumentError, Record, parse
-from .errors import Problem, SuiteError, UsageError
+from .errors import Problem, SuiteError
 from .kinds import AssertionType
 from .model import (
     MISSING,
-    Assertion,
     Case,
     Checkpoint,
     Location,
@@ -303,13 +310,6 @@ class Loader:
 
     # -- building ------------------------------------------------------------------------------
 
-    def _expected_assertion(self, expected: Any) -> Assertion:
-        """The assertion a bare ``expected`` means: the installed type that declares it."""
-        cls = self.registry.declaring("assertion", "expected_param")
-        if cls is None:
-            raise UsageError("no installed assertion type checks a case's bare 'expected'")
-        return Assertion(cls.name, {cls.expected_param: expected})
-
     def _case_from(self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite) -> Case:
         base = suite.base_dir
         location = Location(doc.display, record.line, record.column, pointer(["cases", index]))
@@ -321,7 +321,7 @@ class Loader:
         own = record.data.get("assertions", record.data.get("assert"))
         if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
             # `expected` is the case's own check; the defaults' assertions come in addition, first
-            assertions.append(self._expected_assertion(expected))
+            assertions.append(expected_assertion(expected, self.registry))
         checkpoints = [
             Checkpoint(
                 id=c["id"],

@@ -140,23 +140,17 @@ def test_specrun_plugins_api_lists_the_public_names():
     assert "complete_json" in result.output  # the model client's methods are listed with it
 
 
-def test_check_assertion_runs_as_a_run_would():
+def test_check_assertion_runs_as_a_run_would(monkeypatch):
     assert check_assertion("contains", {"value": "ell"}, "hello").status == "passed"
     failed = check_assertion("equals", {"value": "x"}, "hello")
     assert (failed.status, failed.expected, failed.actual) == ("failed", "x", "hello")
     assert check_assertion("contains", {"value": "ell"}, "hello", negate=True).status == "failed"
     assert check_assertion("match", {"mode": "score"}, "Paris", expected="Paris").status == "passed"
-    shouting = check_assertion("shouting", {}, "quiet", plugins=[fake_plugin()])  # a plugin not installed
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "fake_plugin"))  # a plugin that is not installed
+    monkeypatch.delitem(sys.modules, "specrun_fake_plugin", raising=False)
+    shouting = check_assertion("shouting", {}, "quiet", plugins=[importlib.import_module("specrun_fake_plugin")])
     assert (shouting.status, shouting.message) == ("failed", "the output is not all upper case")
     assert check_assertion("llm", {"rubric": "polite"}, "hi").status == "error"  # no model outside a run
-
-
-def fake_plugin():
-    sys.path.insert(0, str(ROOT / "tests" / "fake_plugin"))
-    try:
-        return importlib.import_module("specrun_fake_plugin")
-    finally:
-        sys.path.remove(str(ROOT / "tests" / "fake_plugin"))
 
 
 AGENT = "def reply(messages, ctx):\n    return 'The capital is ' + messages[-1].text\n"
