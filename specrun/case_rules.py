@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import UsageError
 from .model import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
 from .registry import Registry
 
@@ -33,6 +34,15 @@ def to_assertion(data: dict[str, Any]) -> Assertion:
     """An assertion mapping as an ``Assertion``: its envelope fields apart from its parameters."""
     params = {k: v for k, v in data.items() if k not in ("type", "negate", "message")}
     return Assertion(data["type"], params, bool(data.get("negate", False)), data.get("message"))
+
+
+def expected_assertion(expected: Any, registry: Registry) -> Assertion:
+    """The assertion a case's bare ``expected`` means, from the installed type that declares
+    ``expected_param`` (``equals``)."""
+    cls = registry.declaring("assertion", "expected_param")
+    if cls is None:
+        raise UsageError("no installed assertion type checks a case's bare 'expected'")
+    return Assertion(cls.name, {cls.expected_param: expected})
 
 
 def as_list(assertions: Any) -> list[Any]:
@@ -100,8 +110,8 @@ def generated_problems(
     if isinstance(case.get("simulator"), dict):
         named.append(("simulator", ["simulator"], case["simulator"]))
     for kind, path, config in named:
-        name = config.get("type", "agent")  # `simulator: {use: id}` is an agent simulator
-        cls = registry.get(kind, name)
+        cls = registry.simulator_for(config) if kind == "simulator" else registry.get(kind, config["type"])
+        name = cls.name
         if not cls.data_only:
             yield path, f"{who} may not use a {name!r} {kind} (it runs code)"
             continue

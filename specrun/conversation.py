@@ -40,21 +40,20 @@ from .registry import Registry
 from .verdicts import evaluate, judge_usage
 
 
-def simulator_config(case: Case, default_simulator: str | None) -> dict[str, Any]:
-    """The case's simulator config (``type: agent`` implied), else ``--simulator``'s agent."""
+def simulator_config(case: Case, default_simulator: str | None, registry: Registry) -> dict[str, Any]:
+    """The case's simulator config (its ``type`` implied by a shorthand), else ``--simulator``'s."""
     if case.simulator is not None:
         config = dict(case.simulator)
-    elif default_simulator:
-        config = {"use": default_simulator}
-    else:
-        raise UsageError(f"dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator")
-    config.setdefault("type", "agent")
-    return config
+        config.setdefault("type", registry.simulator_for(config).name)
+        return config
+    if default_simulator:
+        return registry.simulator_config(default_simulator)
+    raise UsageError(f"dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator")
 
 
 def build_simulator(case: Case, default_simulator: str | None, registry: Registry) -> Simulator:
     """A fresh simulator for one run of one case (scripted ones keep their place in the script)."""
-    config = simulator_config(case, default_simulator)
+    config = simulator_config(case, default_simulator, registry)
     cls = registry.get("simulator", config["type"])
     base_dir = case.suite.base_dir if case.suite is not None else Path.cwd()
     return cls(config, base_dir)

@@ -11,11 +11,16 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import EvaluationError
 from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
 from .redact import expand_env
+from .services import Services
+
+if TYPE_CHECKING:
+    from .loader import Loader
+    from .project import Project
 
 
 class Plugin:
@@ -62,7 +67,7 @@ class Check:
     response: Response
     case: Case
     context: Context
-    services: Any = None  # the runner's Services (model calls, agents); None outside a run
+    services: Services | None = None  # model calls, project agents and config; None outside a run
     messages: list[Message] = field(default_factory=list)
 
 
@@ -72,11 +77,14 @@ class AssertionType(Plugin):
     ``problems`` finds mistakes that a schema cannot (a bad regex) before anything runs;
     ``data_only`` is False for types that run code or read files, which generated cases may not use;
     ``agent_params`` names the parameters that name a project agent the type calls (``use``):
-    generated cases may name only the agents ``specrun.yaml`` allows there.
+    generated cases may name only the agents ``specrun.yaml`` allows there;
+    ``expected_param``, set on one installed type, makes it what a case's bare ``expected``
+    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``.
     """
 
     data_only: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ()
+    expected_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
@@ -120,15 +128,25 @@ class Target(Plugin):
 
     Stateless targets implement ``respond``; stateful ones override ``session``. In the config
     keys listed in ``env_fields``, ``${NAME}`` is replaced by environment variable ``NAME``,
-    whose value is then masked in every output (``specrun.redact``).
+    whose value is then masked in every output (``specrun.redact``). ``command_param``, set on
+    one installed target, makes it the one that runs a CLI agent given as a command (the Python
+    test API's ``Test("demo.py")``): its config is then ``{<command_param>: argv}`` plus
+    ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
     """
 
     env_fields: ClassVar[tuple[str, ...]] = ()
+    command_param: ClassVar[str | None] = None
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         self.unset_env: list[tuple[str, str]] = []
         self.config = {k: expand_env(v, k, self.unset_env) if k in self.env_fields else v for k, v in config.items()}
         self.base_dir = base_dir
+
+    @classmethod
+    def from_spec(cls, spec: str) -> dict[str, Any] | None:
+        """The config (without ``type``) of an agent given as the string ``spec`` (``-n``, an
+        agent file's ``target``) when this target claims it (``python:mod:func``, a URL), else None."""
+        return None
 
     def problems(self) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for mistakes found before the run (a missing module).
@@ -164,9 +182,9 @@ class _StatelessSession(Session):
 class SourceContext:
     """What a source may use: the loader (validates case data), the project, and model services."""
 
-    loader: Any
-    project: Any
-    services: Any = None
+    loader: Loader
+    project: Project
+    services: Services | None = None
     target_agent: str | None = None
 
 
@@ -214,7 +232,7 @@ class SimulatorState:
     reached: list[str]
     pending: list[str]
     context: Context
-    services: Any = None
+    services: Services | None = None
 
 
 class Simulator(Plugin):
@@ -223,10 +241,13 @@ class Simulator(Plugin):
     As for assertion types, ``data_only`` is False for simulators that run code or read files
     (generated cases may not use them), and ``agent_params`` names the parameters that name a
     project agent it calls (generated cases may name only the agents ``specrun.yaml`` allows).
+    ``shorthand``, set on one installed simulator, names the parameter that makes a config
+    without ``type`` this simulator's (``{use: id}``), and that ``--simulator ID`` fills.
     """
 
     data_only: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ()
+    shorthand: ClassVar[str | None] = None
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         self.config = config
@@ -247,9 +268,13 @@ class Reporter(Plugin):
     their arguments. ``run_started`` and ``case_finished`` are called as the run goes (stream
     if you can); ``run_finished`` gets the summary and the path of the JSONL result stream,
     which a whole-file reporter reads back so that no result need be kept in memory.
+
+    ``by_agent`` marks the reporter that writes every ``-o`` file but the stream when ``-r
+    agents:ID`` is given (its options then hold ``agent``, ``call_agent``, ``verbose``).
     """
 
     extensions: ClassVar[tuple[str, ...]] = ()
+    by_agent: ClassVar[bool] = False
 
     def __init__(self, path: Path, options: dict[str, Any] | None = None):
         self.path = path

@@ -141,7 +141,6 @@ class ModelClient:
         retries: int = DEFAULT_RETRIES,
         base_delay: float = 1.0,
         max_delay: float = 30.0,
-        compare_mode: str | None = None,
     ):
         self.default_model = default_model
         self.models = {k: v for k, v in (models or {}).items() if v}
@@ -151,7 +150,6 @@ class ModelClient:
         self.retries = max(0, retries)
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self.compare_mode = compare_mode
         self.usage = Usage()
         self.calls = 0
         self.cache_hits = 0
@@ -175,7 +173,6 @@ class ModelClient:
             "params": config.get("model_params"),
             "cache_dir": cache_dir,
             "no_cache": no_cache,
-            "compare_mode": config.get("compare_mode"),
         }
         if config.get("retries") is not None:
             settings["retries"] = config["retries"]

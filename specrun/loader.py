@@ -17,14 +17,21 @@ from typing import Any
 
 import jsonschema_rs
 
-from .case_rules import GeneratedLimits, as_list, assertions_of, generated_problems, to_assertion, unread_fields
+from .case_rules import (
+    GeneratedLimits,
+    as_list,
+    assertions_of,
+    expected_assertion,
+    generated_problems,
+    to_assertion,
+    unread_fields,
+)
 from .discovery import find_suite_files
 from .documents import Document, DocumentError, Record, parse
 from .errors import Problem, SuiteError
 from .kinds import AssertionType
 from .model import (
     MISSING,
-    Assertion,
     Case,
     Checkpoint,
     Location,
@@ -314,7 +321,7 @@ class Loader:
         own = record.data.get("assertions", record.data.get("assert"))
         if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
             # `expected` is the case's own check; the defaults' assertions come in addition, first
-            assertions.append(Assertion("equals", {"value": expected}))
+            assertions.append(expected_assertion(expected, self.registry))
         checkpoints = [
             Checkpoint(
                 id=c["id"],

@@ -144,18 +144,20 @@ def _check_simulator(case: Case, suite: Suite, project: Project, default: str | 
         raise UsageError(
             f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
         )
-    config: dict[str, Any] = case.simulator if case.simulator is not None else {"use": default}
-    use = config.get("use")
-    if config.get("type", "agent") != "agent" or not isinstance(use, str):
-        return
-    try:
-        project.agent(use.removeprefix("agents:"))
-    except SuiteError:
-        raise
-    except UsageError as exc:
-        if case.simulator is None:
-            raise UsageError(f"--simulator {default}: {exc}") from None
-        raise _located(exc, suite, case, "simulator.use") from None
+    registry = project.registry
+    config = case.simulator if case.simulator is not None else registry.simulator_config(str(default))
+    for param in registry.simulator_for(config).agent_params:
+        use = config.get(param)
+        if not isinstance(use, str):
+            continue
+        try:
+            project.agent(use.removeprefix("agents:"))
+        except SuiteError:
+            raise
+        except UsageError as exc:
+            if case.simulator is None:
+                raise UsageError(f"--simulator {default}: {exc}") from None
+            raise _located(exc, suite, case, f"simulator.{param}") from None
 
 
 def _located(exc: UsageError, suite: Suite, case: Case | None, field: str = "target") -> UsageError:

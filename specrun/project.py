@@ -41,17 +41,6 @@ class Agent:
         return [*self.extra_hook_dirs, self.base_dir, self.base_dir / "src"]
 
 
-def target_config(spec: str | dict[str, Any]) -> dict[str, Any] | None:
-    """``python:module:function`` or a mapping as a target config; None for an agent id."""
-    if isinstance(spec, dict):
-        return dict(spec)
-    if spec.startswith("python:"):
-        return {"type": "python", "function": spec[len("python:") :]}
-    if spec.startswith(("http://", "https://")):
-        return {"type": "http", "url": spec}
-    return None
-
-
 @dataclass
 class Project:
     """The project root, its config, and the agents found in it (indexed on first use)."""
@@ -83,10 +72,21 @@ class Project:
             rel = Path(agent_file.parent.name)
         return ".".join(rel.parts) or self.root.name
 
+    def target_config(self, spec: str | dict[str, Any]) -> dict[str, Any] | None:
+        """A mapping, or a string a target claims (``python:module:function``, a URL), as a
+        target config; None for an agent id."""
+        if isinstance(spec, dict):
+            return dict(spec)
+        for name, cls in self.registry.classes("target").items():
+            config = cls.from_spec(spec)
+            if config is not None:
+                return {"type": name, **config}
+        return None
+
     def read_agent(self, path: Path) -> Agent:
         data = load_mapping_file(path, agent_schema(self.registry))
         base = path.parent.resolve()
-        config = target_config(data["target"])
+        config = self.target_config(data["target"])
         if config is None:
             raise UsageError(f"{path}: target {data['target']!r} must be python:module:function, a URL or a mapping")
         hooks = [base / data["hooks"]] if data.get("hooks") else []
@@ -136,7 +136,7 @@ class Project:
 
     def resolve(self, spec: str | dict[str, Any], base_dir: Path) -> Agent:
         """An agent from ``-n``/``target`` spelling: an agent id, ``python:mod:func``, a URL or a mapping."""
-        config = target_config(spec)
+        config = self.target_config(spec)
         if config is None:
             assert isinstance(spec, str)
             return self.agent(spec.removeprefix("agents:"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,32 @@ class Registry:
 
     def classes(self, kind: str) -> dict[str, Any]:
         return {name: entry.cls for name, entry in sorted(self.types[kind].items())}
+
+    def declaring(self, kind: str, declaration: str) -> Any:
+        """The one class of ``kind`` that sets ``declaration`` (e.g. the assertion type with an
+        ``expected_param``), or None; a ``PluginError`` when several plugins claim it."""
+        found = [e for e in self.types[kind].values() if getattr(e.cls, declaration)]
+        if len(found) > 1:
+            who = ", ".join(f"{e.cls.name!r} (plugin {e.plugin!r})" for e in found)
+            raise PluginError(f"several {kind} types declare {declaration}: {who}")
+        return found[0].cls if found else None
+
+    def simulator_for(self, config: Mapping[str, Any]) -> Any:
+        """The simulator class a case's ``simulator`` config names: its ``type``, else the
+        simulator whose ``shorthand`` parameter it gives (``{use: id}``)."""
+        if "type" in config:
+            return self.get("simulator", config["type"])
+        implied = self.declaring("simulator", "shorthand")
+        if implied is None:
+            raise UsageError(f"a simulator needs a 'type' (known: {', '.join(self.names('simulator'))})")
+        return implied
+
+    def simulator_config(self, default: str) -> dict[str, Any]:
+        """The simulator config ``--simulator ID`` means: ``{type: <implied>, <shorthand>: ID}``."""
+        implied = self.declaring("simulator", "shorthand")
+        if implied is None:
+            raise UsageError("--simulator needs a simulator that takes an agent id; none is installed")
+        return {"type": implied.name, implied.shorthand: default}
 
     def reporter_for(self, path: str) -> Any:
         """The reporter class whose extension ends ``path`` (longest extension wins)."""

@@ -266,7 +266,7 @@ class Runner:
         return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(models=self.models, run=run, agent_caller=self.call_agent)
+        return Services(models=self.models, run=run, agent_caller=self.call_agent, config=self.project.config)
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""

@@ -61,10 +61,11 @@ def compose(registry: Registry) -> dict[str, Any]:
     defs["target"] = _typed_slot("target type", registry.classes("target"), {"type": {}})
     simulators = registry.classes("simulator")
     slot = _typed_slot("simulator type", simulators, {"type": {}})
-    if "agent" in simulators:
-        # `simulator: {use: id}` is the seed's spelling of `{type: agent, use: id}`.
-        agent = next(b["then"] for b in slot["allOf"] if b["if"]["properties"]["type"]["const"] == "agent")
-        slot = {"if": {"required": ["type"]}, "then": slot, "else": {"type": "object", **agent}}
+    implied = registry.declaring("simulator", "shorthand")
+    if implied is not None:
+        # `simulator: {use: id}` is the shorthand of `{type: agent, use: id}`: the simulator declares it
+        own = next(b["then"] for b in slot["allOf"] if b["if"]["properties"]["type"]["const"] == implied.name)
+        slot = {"if": {"required": ["type"]}, "then": slot, "else": {"type": "object", **own}}
     defs["simulator"] = slot
     return schema
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import EvaluationError
 from .model import Case, Context, Message, Response, Usage
 
 if TYPE_CHECKING:
+    from .models import Completion
     from .project import Agent
 
 T = TypeVar("T")
@@ -23,18 +24,65 @@ def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, 
     assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
     if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
         return True
-    if case.simulator is not None and registry.get("simulator", case.simulator.get("type", "agent")).needs_model:
+    if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
         return True
     return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
 
 
+class Models(Protocol):
+    """The run's model client as plugins see it (``check.services.models``).
+
+    Calls are retried, cached on disk per ``run`` and ``version``, and counted in the run's
+    totals; a call that fails for good raises ``ModelError`` (an ``EvaluationError``).
+    """
+
+    def model_for(self, purpose: str, model: str | None = None) -> str:
+        """The model for ``purpose`` (``judge``, ``simulator``...): ``model``, the purpose's own,
+        the project default, ``$SPECRUN_MODEL``; an ``EvaluationError`` when none is set."""
+        ...
+
+    async def complete(
+        self,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        json_mode: bool = False,
+        temperature: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        params: Mapping[str, Any] | None = None,
+        purpose: str = "judge",
+        run: int = 1,
+        cache: bool = True,
+        version: str = "",
+    ) -> Completion:
+        """Ask the model once and return its answer (``Completion.text``, ``tool_calls``, ``usage``)."""
+        ...
+
+    async def complete_json(
+        self,
+        messages: list[Message | Mapping[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        reminder: str = "Reply with the JSON object only.",
+        model: str | None = None,
+        purpose: str = "judge",
+        run: int = 1,
+        version: str = "",
+    ) -> tuple[T, Usage]:
+        """Ask for JSON and ``parse`` it (``parse`` raises ``ValueError`` on a reply it cannot use,
+        which is asked for once more); returns the parsed value and the usage of every call."""
+        ...
+
+
 @dataclass
 class Services:
-    """Per case and run: ``models`` is the shared model client, ``run`` the run index (cache namespace)."""
+    """Per case and run: ``models`` is the shared model client, ``run`` the run index (cache
+    namespace), ``config`` the project config (``specrun.yaml``)."""
 
-    models: Any = None
+    models: Models | None = None
     run: int = 1
     agent_caller: AgentCaller | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send ``messages`` to the project's agent ``agent_id`` (``agents:`` prefix optional)."""

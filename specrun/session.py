@@ -217,8 +217,9 @@ class RunSession:
         if self.request.reporter_agent:
             agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
             agent["verbose"] = self.request.verbose
-            classes = [(p, cls if cls is ResultStream else registry.get("reporter", "agent")) for p, cls in classes]
-        reporters = [cls(p, agent if cls.name == "agent" else None) for p, cls in classes if p != path]
+            writer = registry.declaring("reporter", "by_agent")
+            classes = [(p, cls if cls is ResultStream else writer) for p, cls in classes]
+        reporters = [cls(p, agent if cls.by_agent else None) for p, cls in classes if p != path]
         return reporters, ResultStream(path)
 
     def discard_stream(self) -> None:

@@ -271,7 +271,7 @@ async def test_default_simulator_and_usage_summed(registry, tmp_path):
         return Response(json.dumps({"message": said, "goal_achieved": False}), usage=Usage(3, 2, 5))
 
     case = make_case(registry, tmp_path, checkpoints=[cp("a", "A"), cp("b", "B", ["a"])])
-    assert simulator_config(case, "workers.sim") == {"use": "workers.sim", "type": "agent"}
+    assert simulator_config(case, "workers.sim", registry) == {"use": "workers.sim", "type": "agent"}
     agent = Agent(Response("A", usage=Usage(10, 1, 11, cost=0.5)), Response("B", usage=Usage(10, 1, 11)))
     result = await converse(registry, case, agent, services=Services(agent_caller=caller), default="workers.sim")
     assert result.status == "passed"

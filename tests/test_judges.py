@@ -40,16 +40,19 @@ def make_check(
     models = None
     if server is not None:
         params = {"api_base": server.base_url, "api_key": "test-key"}
-        models = ModelClient(
-            "openai/gpt-4o-mini", params=params, cache_dir=cache_dir, base_delay=0.01, compare_mode=compare_mode
-        )
+        models = ModelClient("openai/gpt-4o-mini", params=params, cache_dir=cache_dir, base_delay=0.01)
     case = Case(id="c1", location=Location("suite.yaml", 3), input=[Message("user", QUESTION)], expected=expected)
     response = Response(answer, tool_calls=[ToolCall("search", {"q": "France"})])
     return Check(
         response=response,
         case=case,
         context=Context(case_id="c1", run=run),
-        services=Services(models=models, run=run, agent_caller=agent_caller),
+        services=Services(
+            models=models,
+            run=run,
+            agent_caller=agent_caller,
+            config={"compare_mode": compare_mode} if compare_mode else {},
+        ),
         messages=case.input,
     )
 

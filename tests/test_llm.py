@@ -302,12 +302,10 @@ def test_from_config(tmp_path):
         "cache_dir": "c",
         "retries": 1,
         "model_params": {"max_tokens": 50},
-        "compare_mode": "score",
     }
     client = ModelClient.from_config(config, tmp_path)
     assert client.model_for("judge") == "openai/j" and client.retries == 1
     assert client.cache.root == tmp_path / "c" and client.params == {"max_tokens": 50}
-    assert client.compare_mode == "score"
     assert ModelClient.from_config({}, tmp_path, no_cache=True).cache is None
 
 

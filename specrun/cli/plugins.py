@@ -1,7 +1,8 @@
-"""``specrun plugins``: which plugins are installed and what each adds."""
+"""``specrun plugins``: which plugins are installed and what each adds; ``--api``: the plugin API."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -10,8 +11,12 @@ import click
 
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def command(as_json: bool) -> None:
+@click.option("--api", is_flag=True, help="List the public plugin API (specrun.plugin) instead.")
+def command(as_json: bool, api: bool) -> None:
     """List installed plugins: name, distribution, version and the types each adds."""
+    if api:
+        _show_api()
+        return
     from ..plugins import blocked_names, default_plugins
 
     infos = default_plugins().infos
@@ -28,3 +33,20 @@ def command(as_json: bool) -> None:
             click.echo(f"  {kind}: {', '.join(sorted(names))}")
     if blocked_names():
         click.echo(f"blocked by SPECRUN_DISABLE_PLUGINS: {', '.join(sorted(blocked_names()))}")
+
+
+def _show_api() -> None:
+    """Each name of ``specrun.plugin`` with the first line of its docstring (docs/plugins.md has more)."""
+    from .. import plugin
+
+    click.echo("specrun.plugin (see docs/plugins.md):")
+    for name in sorted(plugin.__all__, key=str.lower):
+        value = getattr(plugin, name)
+        if inspect.isclass(value) or inspect.isroutine(value):
+            doc = (inspect.getdoc(value) or "").partition("\n")[0]
+        elif isinstance(value, int | float | tuple) or (isinstance(value, str) and len(value) < 40):
+            doc = f"= {value!r}"
+        else:
+            doc = f"a {type(value).__name__}"
+        methods = [m for m in ("model_for", "complete", "complete_json") if name == "Models"]
+        click.echo(f"  {name:<22} {doc}" + (f" Methods: {', '.join(methods)}." if methods else ""))

@@ -10,7 +10,7 @@
     Test.compare("Paris.", expected="Paris", mode=Mode.SCORE)   # synchronous, as in Agent Kernel
 
 The agent is a CLI script or command (talked to line by line until its prompt, by the
-process target's :class:`~specrun_plugins.targets.process.AgentProcess`), a specrun agent id,
+target that declares ``command_param``, the ``process`` target), a specrun agent id,
 ``python:module:function``, a URL, or a target mapping such as ``{"type": "http", ...}``.
 Comparisons use specrun's compare engine (the ``match`` assertion's) or the configured
 evaluator; settings and their precedence are described in :mod:`specrun.testing.config`.
@@ -180,7 +180,7 @@ class Test:
         if not isinstance(target, str):
             argv = [str(a) for a in target]
         else:
-            if target.startswith(("agents:", "python:", "http://", "https://")):
+            if target.startswith("agents:") or self._is_target_spec(target):
                 return None
             argv = shlex.split(target)
             if len(argv) == 1 and not self._looks_like_program(argv[0]):
@@ -194,6 +194,13 @@ class Test:
         if token.endswith(".py") or os.sep in token or Path(token).is_file():
             return True
         return not self._is_agent_id(token) and shutil.which(token) is not None
+
+    @staticmethod
+    def _is_target_spec(text: str) -> bool:
+        """True for a string a target claims (``python:module:function``, a URL)."""
+        from ..plugins import default_plugins
+
+        return any(cls.from_spec(text) is not None for cls in default_plugins().registry.classes("target").values())
 
     @staticmethod
     def _is_agent_id(name: str) -> bool:
@@ -233,25 +240,26 @@ class Test:
         return self.banner
 
     def _new_process(self, argv: list[str]) -> Any:
-        from specrun_plugins.targets.process import DEFAULT_PROMPT, AgentProcess
+        """The unstarted process of a CLI agent, from the target that declares it runs commands."""
+        from ..plugins import default_plugins
 
-        return AgentProcess(
-            argv,
-            cwd=self.cwd,
-            env=self.env,
-            prompt=self.prompt or DEFAULT_PROMPT,
-            read_timeout=self.read_timeout,
-        )
+        cls = default_plugins().registry.declaring("target", "command_param")
+        if cls is None:
+            raise TargetError("no installed target runs a command")
+        config: dict[str, Any] = {cls.command_param: argv, "read_timeout": self.read_timeout, "env": self.env}
+        if self.prompt:
+            config["prompt"] = self.prompt
+        return cls(config, Path(self.cwd or ".")).session(Context(case_id="specrun.testing")).process
 
     async def _open_session(self) -> None:
-        from ..project import target_config
-
         self._project = self._open_project()
         spec: str | dict[str, Any] = dict(self.target) if isinstance(self.target, Mapping) else str(self.target)
-        if isinstance(spec, dict) and spec.get("type") == "process" and self.prompt:
-            spec["prompt"] = self.prompt
+        if isinstance(spec, dict) and self.prompt:  # the prompt of a CLI agent's target
+            cls = self._project.registry.classes("target").get(spec.get("type"))
+            if cls is not None and cls.command_param:
+                spec["prompt"] = self.prompt
         agent = self._project.resolve(spec, Path.cwd())
-        self.agent_name = agent.id if target_config(spec) is None else None
+        self.agent_name = agent.id if self._project.target_config(spec) is None else None
         target = self._project.target(agent)
         self._session = target.session(Context(case_id="specrun.testing"))
         process = getattr(self._session, "process", None)

@@ -4,8 +4,6 @@ Implements register_assertion_types. Add a module here and its types register wi
 entry point; modules whose name starts with an underscore are helpers and are skipped.
 """
 
-from specrun import hookimpl
-from specrun.kinds import AssertionType
-from specrun.plugins import registrar
+from specrun.plugin import AssertionType, hookimpl, registrar
 
 register_assertion_types = hookimpl(registrar(__name__, AssertionType))

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from specrun.model import MISSING, to_json
+from specrun.plugin import MISSING, to_json
 
 PREVIEW_CHARS = 200
 

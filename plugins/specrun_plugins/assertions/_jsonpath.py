@@ -17,7 +17,7 @@ from typing import Any
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from specrun.model import MISSING
+from specrun.plugin import MISSING
 
 _KEY = r"[^\W\d][\w-]*|\d+"
 _DOTTED = re.compile(rf"\.({_KEY})")

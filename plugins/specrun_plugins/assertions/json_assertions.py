@@ -16,9 +16,7 @@ from typing import Any, ClassVar
 
 import jsonschema_rs
 
-from specrun.errors import EvaluationError
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import MISSING, Assertion
+from specrun.plugin import MISSING, Assertion, AssertionType, Check, EvaluationError, Verdict
 
 from ._common import difference, json_equal, json_type, output_json, show
 from ._jsonpath import InvalidPath, compile_path
@@ -33,6 +31,7 @@ def _no_json(expected: Any, text: str, what: str = "JSON") -> Verdict:
 class Equals(AssertionType):
     name = "equals"
     description = "The output equals the value: text exactly, JSON deeply (key order irrelevant)."
+    expected_param: ClassVar[str | None] = "value"  # a case's bare `expected` means equals
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {"value": {"description": "The expected output: text, or any JSON value."}},
         "required": ["value"],

@@ -14,10 +14,20 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.judging import DATA_RULES, DEFAULT_THRESHOLD, JudgeReply, data_block, parse_verdict
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import Assertion, Message, Usage
+from specrun.plugin import (
+    DATA_RULES,
+    JUDGE_THRESHOLD,
+    Assertion,
+    AssertionType,
+    Check,
+    EvaluationError,
+    JudgeReply,
+    Message,
+    Usage,
+    Verdict,
+    data_block,
+    parse_verdict,
+)
 
 LLM_PROMPT_VERSION = "llm-judge/2"
 VALIDATOR_PROMPT_VERSION = "validator/2"
@@ -109,7 +119,7 @@ def _verdict(reply: JudgeReply, expected: Any, **extra: Any) -> Verdict:
 
 def _threshold(params: dict[str, Any]) -> float:
     value = params.get("threshold")
-    return DEFAULT_THRESHOLD if value is None else float(value)
+    return JUDGE_THRESHOLD if value is None else float(value)
 
 
 async def model_judge(

@@ -8,10 +8,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
-from specrun.model import MISSING, Assertion
+from specrun.plugin import (
+    COMPARE_MODES,
+    COMPARE_THRESHOLD,
+    DEFAULT_COMPARE_MODE,
+    MISSING,
+    Assertion,
+    AssertionType,
+    Check,
+    EvaluationError,
+    Services,
+    Verdict,
+    compare,
+)
 
 from .judge import run_of, usage_details
 
@@ -23,14 +32,10 @@ def _alternatives(value: Any) -> list[str]:
     return [str(i) for i in items]
 
 
-def _mode(params: dict[str, Any], services: Any) -> str:
-    models = getattr(services, "models", None)
-    return (
-        params.get("mode")
-        or getattr(services, "compare_mode", None)
-        or getattr(models, "compare_mode", None)
-        or DEFAULT_MODE
-    )
+def _mode(params: dict[str, Any], services: Services | None) -> str:
+    """The assertion's own mode, else ``compare_mode`` of the project config, else the default."""
+    config = services.config if services is not None else {}
+    return str(params.get("mode") or config.get("compare_mode") or DEFAULT_COMPARE_MODE)
 
 
 class Match(AssertionType):
@@ -52,9 +57,12 @@ class Match(AssertionType):
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
-                "description": f"Pass when an answer's score >= threshold (default {DEFAULT_THRESHOLD}).",
+                "description": f"Pass when an answer's score >= threshold (default {COMPARE_THRESHOLD}).",
             },
-            "mode": {"enum": list(MODES), "description": "Default: compare_mode in specrun.yaml, else fallback."},
+            "mode": {
+                "enum": list(COMPARE_MODES),
+                "description": "Default: compare_mode in specrun.yaml, else fallback.",
+            },
             "contains": {
                 "type": "boolean",
                 "description": "Score mode also passes when an expected answer occurs in the response as whole words.",
@@ -66,7 +74,7 @@ class Match(AssertionType):
     @classmethod
     def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
         # score mode never asks a judge; preloading litellm for it cost seconds of CPU mid-run
-        return (assertion.params.get("mode") or config.get("compare_mode") or DEFAULT_MODE) != "score"
+        return (assertion.params.get("mode") or config.get("compare_mode") or DEFAULT_COMPARE_MODE) != "score"
 
     @classmethod
     def reads_expected(cls, assertion: Assertion) -> bool:
@@ -88,7 +96,7 @@ class Match(AssertionType):
             check.response.text,
             alternatives,
             mode=mode,
-            threshold=float(params.get("threshold", DEFAULT_THRESHOLD)),
+            threshold=float(params.get("threshold", COMPARE_THRESHOLD)),
             user_input=users[-1].text if users else None,
             judge=getattr(services, "models", None),
             containment=bool(params.get("contains", False)),

@@ -9,9 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import Assertion
+from specrun.plugin import Assertion, AssertionType, Check, EvaluationError, Verdict
 
 from ._common import show
 

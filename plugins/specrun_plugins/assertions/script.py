@@ -11,11 +11,20 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.blocking import run_blocking
-from specrun.errors import EvaluationError, UsageError
-from specrun.imports import find_module, load_callable, split_ref
-from specrun.kinds import AssertionType, Check, Verdict, checked_verdict
-from specrun.model import MISSING, Assertion
+from specrun.plugin import (
+    MISSING,
+    Assertion,
+    AssertionType,
+    Check,
+    EvaluationError,
+    UsageError,
+    Verdict,
+    checked_verdict,
+    find_module,
+    load_callable,
+    run_blocking,
+    split_ref,
+)
 
 from ._common import show
 

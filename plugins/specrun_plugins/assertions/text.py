@@ -12,10 +12,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import Assertion
-from specrun.patterns import FlagError, PatternError, compile_pattern
+from specrun.plugin import (
+    Assertion,
+    AssertionType,
+    Check,
+    EvaluationError,
+    FlagError,
+    PatternError,
+    Verdict,
+    compile_pattern,
+)
 
 from ._common import REGEX_FLAGS_SCHEMA, as_list, show
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import Assertion, ToolCall
+from specrun.plugin import Assertion, AssertionType, Check, ToolCall, Verdict
 
 from ._common import NAME_LIST_SCHEMA, as_list, is_subset, show
 

@@ -3,8 +3,6 @@
 Implements register_reporters. Add a module here and its types register with no new entry point.
 """
 
-from specrun import hookimpl
-from specrun.kinds import Reporter
-from specrun.plugins import registrar
+from specrun.plugin import Reporter, hookimpl, registrar
 
 register_reporters = hookimpl(registrar(__name__, Reporter))

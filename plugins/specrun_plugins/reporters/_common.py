@@ -18,10 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.display import visible
-from specrun.kinds import Reporter
-from specrun.model import format_duration
-from specrun.stability import CaseStats, Stream, scan
+from specrun.plugin import CaseStats, Reporter, Stream, format_duration, scan, visible
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}

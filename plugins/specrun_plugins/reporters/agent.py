@@ -11,10 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specrun.errors import SpecrunError
-from specrun.kinds import Reporter
-from specrun.model import Context, Message
-from specrun.redact import redact_json
+from specrun.plugin import Context, Message, Reporter, SpecrunError, redact_json
 
 from ._common import atomic_writer, load
 from .json_report import write
@@ -26,6 +23,7 @@ class AgentReporter(Reporter):
     name = "agent"
     description = "Asks a project agent (-r agents:ID) to write the report from {report, format, options}."
     extensions = ()  # chosen with -r, never by a file extension
+    by_agent = True  # writes every -o file but the stream when -r agents:ID is given
 
     async def run_finished(self, summary: dict[str, Any], stream: Path) -> None:
         agent_id = self.options["agent"].removeprefix("agents:")

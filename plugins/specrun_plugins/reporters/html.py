@@ -14,7 +14,7 @@ import hashlib
 from html import escape
 from typing import IO, Any
 
-from specrun.stability import CaseStats
+from specrun.plugin import CaseStats
 
 from ._common import (
     ICONS,

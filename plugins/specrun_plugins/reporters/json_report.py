@@ -11,7 +11,7 @@ import json
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.stability import CaseStats
+from specrun.plugin import CaseStats
 
 from ._common import Report, WholeFileReporter
 

@@ -17,7 +17,7 @@ from itertools import groupby
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
-from specrun.stability import CaseStats
+from specrun.plugin import CaseStats
 
 from ._common import (
     Report,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from specrun.display import md_block, md_text
-from specrun.stability import CaseStats
+from specrun.plugin import CaseStats, md_block, md_text
 
 from ._common import (
     ICONS,

@@ -3,8 +3,6 @@
 Implements register_simulators. Add a module here and its types register with no new entry point.
 """
 
-from specrun import hookimpl
-from specrun.kinds import Simulator
-from specrun.plugins import registrar
+from specrun.plugin import Simulator, hookimpl, registrar
 
 register_simulators = hookimpl(registrar(__name__, Simulator))

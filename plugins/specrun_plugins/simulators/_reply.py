@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specrun.kinds import SimulatorState, SimulatorTurn
-from specrun.model import MISSING, extract_json
+from specrun.plugin import MISSING, SimulatorState, SimulatorTurn, extract_json
 
 REPLY_FORMAT = '{"message": "<what the user says next>", "goal_achieved": true or false, "reasoning": "<why>"}'
 REMINDER = f"Reply with a JSON object only: {REPLY_FORMAT}."

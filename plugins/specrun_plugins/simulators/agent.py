@@ -15,9 +15,7 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.kinds import Simulator, SimulatorState, SimulatorTurn
-from specrun.model import Message
+from specrun.plugin import EvaluationError, Message, Simulator, SimulatorState, SimulatorTurn
 
 from ._reply import REMINDER, REPLY_FORMAT, parse_reply, state_dict
 
@@ -27,6 +25,7 @@ class AgentSimulator(Simulator):
     description = "A project agent (use: <agent id>) plays the user; options.metadata gives persona and goal."
     needs_model: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ("use",)  # calls that agent: generated cases need it allowed
+    shorthand: ClassVar[str | None] = "use"  # `simulator: {use: id}` and `--simulator ID` mean this simulator
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "use": {"type": "string", "minLength": 1, "description": "The simulator agent's id (no prefix needed)."},

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from specrun.errors import EvaluationError
-from specrun.kinds import Simulator, SimulatorState, SimulatorTurn
+from specrun.plugin import EvaluationError, Simulator, SimulatorState, SimulatorTurn
 
 from ._reply import REMINDER, REPLY_FORMAT, parse_reply
 

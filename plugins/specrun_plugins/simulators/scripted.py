@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.kinds import Simulator, SimulatorState, SimulatorTurn
+from specrun.plugin import Simulator, SimulatorState, SimulatorTurn
 
 
 class ScriptedSimulator(Simulator):

@@ -3,8 +3,6 @@
 Implements register_sources. Add a module here and its types register with no new entry point.
 """
 
-from specrun import hookimpl
-from specrun.kinds import Source
-from specrun.plugins import registrar
+from specrun.plugin import Source, hookimpl, registrar
 
 register_sources = hookimpl(registrar(__name__, Source))

@@ -16,10 +16,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from specrun.errors import SpecrunError, UsageError
-from specrun.imports import load_callable
-from specrun.kinds import Source, SourceContext, Suite
-from specrun.model import MISSING, Context, Message, extract_json
+from specrun.plugin import (
+    MISSING,
+    Context,
+    Message,
+    Source,
+    SourceContext,
+    SpecrunError,
+    Suite,
+    UsageError,
+    extract_json,
+    load_callable,
+)
 
 
 def _value(text: str) -> Any:

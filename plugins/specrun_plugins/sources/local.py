@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from specrun.errors import UsageError
-from specrun.kinds import Source, SourceContext, Suite
+from specrun.plugin import Source, SourceContext, Suite, UsageError
 
 SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
 

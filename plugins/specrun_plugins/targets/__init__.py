@@ -3,8 +3,6 @@
 Implements register_targets. Add a module here and its types register with no new entry point.
 """
 
-from specrun import hookimpl
-from specrun.kinds import Target
-from specrun.plugins import registrar
+from specrun.plugin import Target, hookimpl, registrar
 
 register_targets = hookimpl(registrar(__name__, Target))

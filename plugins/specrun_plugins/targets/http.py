@@ -19,12 +19,24 @@ from urllib.parse import unquote, urlsplit
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from specrun.errors import TargetError
-from specrun.kinds import Target
-from specrun.limiter import LIMITERS, endpoint_key, retry_after
-from specrun.model import Context, Message, Response, parse_duration, to_json
-from specrun.redact import redact, register
-from specrun.wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
+from specrun.plugin import (
+    LIMITERS,
+    Context,
+    Message,
+    Response,
+    Target,
+    TargetError,
+    endpoint_key,
+    excerpt,
+    openai_messages,
+    parse_duration,
+    parse_openai_reply,
+    parse_tool_call,
+    redact,
+    register_secret,
+    retry_after,
+    to_json,
+)
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp
@@ -143,6 +155,10 @@ class HttpTarget(Target):
         "required": ["url"],
     }
 
+    @classmethod
+    def from_spec(cls, spec: str) -> dict[str, Any] | None:
+        return {"url": spec} if spec.startswith(("http://", "https://")) else None
+
     def __init__(self, config: dict[str, Any], base_dir: Any):
         super().__init__(config, base_dir)
         config = self.config  # ${NAME} replaced
@@ -184,16 +200,16 @@ class HttpTarget(Target):
         an echoing endpoint (a 401 page quoting the request) must not leak it."""
         for name, value in self._headers.items():
             if _CREDENTIAL_HEADER.search(name) and value.strip():
-                register(value, f"headers.{name}")
-                register(value.split()[-1], f"headers.{name}")  # the token after "Bearer"
+                register_secret(value, f"headers.{name}")
+                register_secret(value.split()[-1], f"headers.{name}")  # the token after "Bearer"
         try:
             parts = urlsplit(self.url)
         except ValueError:  # a malformed url: problems() says so
             return
         if parts.password:  # sent as a Basic authorization header as well
             user, password = unquote(parts.username or ""), unquote(parts.password)
-            register(password, "url password")
-            register(base64.b64encode(f"{user}:{password}".encode()).decode(), "url password")
+            register_secret(password, "url password")
+            register_secret(base64.b64encode(f"{user}:{password}".encode()).decode(), "url password")
 
     def problems(self) -> Iterable[tuple[str, str]]:
         yield from super().problems()

@@ -17,11 +17,23 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from specrun.errors import SpecrunError, TargetError
-from specrun.imports import load_callable
-from specrun.kinds import Target
-from specrun.llm import DEFAULT_CALL_TIMEOUT, DEFAULT_RETRIES, Completion, ModelClient, ModelError
-from specrun.model import Context, Message, Response, ToolCall, Usage, parse_duration
+from specrun.plugin import (
+    MODEL_RETRIES,
+    MODEL_TIMEOUT,
+    Completion,
+    Context,
+    Message,
+    ModelClient,
+    ModelError,
+    Response,
+    SpecrunError,
+    Target,
+    TargetError,
+    ToolCall,
+    Usage,
+    load_callable,
+    parse_duration,
+)
 
 
 class LitellmTarget(Target):
@@ -74,7 +86,7 @@ class LitellmTarget(Target):
         if not self.model:
             yield "model", "a litellm target needs `model` (or run with -c MODEL)"
         try:
-            parse_duration(self.config.get("timeout", DEFAULT_CALL_TIMEOUT))
+            parse_duration(self.config.get("timeout", MODEL_TIMEOUT))
         except ValueError as exc:
             yield "timeout", str(exc)
         try:
@@ -93,8 +105,8 @@ class LitellmTarget(Target):
         if self._client is None:
             self._client = ModelClient(
                 self.model,
-                timeout=parse_duration(self.config.get("timeout", DEFAULT_CALL_TIMEOUT)),
-                retries=int(self.config.get("retries", DEFAULT_RETRIES)),
+                timeout=parse_duration(self.config.get("timeout", MODEL_TIMEOUT)),
+                retries=int(self.config.get("retries", MODEL_RETRIES)),
             )
         return self._client
 

@@ -22,11 +22,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.errors import TargetError
-from specrun.kinds import Session, Target
-from specrun.model import Context, Message, Response, parse_duration
-from specrun.patterns import PatternError, compile_pattern
-from specrun.proctree import ProcessTree
+from specrun.plugin import (
+    Context,
+    Message,
+    PatternError,
+    ProcessTree,
+    Response,
+    Session,
+    Target,
+    TargetError,
+    compile_pattern,
+    parse_duration,
+)
 
 DEFAULT_PROMPT = r"\(([^)]*)\) >> $"
 """Agent Kernel's ``(agent) >> `` prompt; the group is the current agent's name."""
@@ -315,6 +322,7 @@ class ProcessTarget(Target):
 
     name = "process"
     env_fields = ("env",)
+    command_param = "command"  # the target of an agent given as a command (specrun.testing)
     description = "A CLI agent over stdin/stdout: one process per case, replies end at a prompt."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {

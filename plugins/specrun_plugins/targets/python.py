@@ -7,11 +7,17 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from specrun.blocking import run_blocking
-from specrun.errors import SpecrunError, TargetError
-from specrun.imports import load_callable
-from specrun.kinds import Target
-from specrun.model import Context, Message, Response, as_response
+from specrun.plugin import (
+    Context,
+    Message,
+    Response,
+    SpecrunError,
+    Target,
+    TargetError,
+    as_response,
+    load_callable,
+    run_blocking,
+)
 
 
 class PythonTarget(Target):
@@ -29,6 +35,10 @@ class PythonTarget(Target):
         },
         "required": ["function"],
     }
+
+    @classmethod
+    def from_spec(cls, spec: str) -> dict[str, Any] | None:
+        return {"function": spec.removeprefix("python:")} if spec.startswith("python:") else None
 
     def __init__(self, config: dict[str, Any], base_dir: Any):
         super().__init__(config, base_dir)

@@ -10,9 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from specrun import hookimpl
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.model import Assertion
+from specrun.plugin import Assertion, AssertionType, Check, Verdict, hookimpl
 
 if os.environ.get("SPECRUN_FAKE_PLUGIN_BREAK"):
     raise RuntimeError("broken on purpose: SPECRUN_FAKE_PLUGIN_BREAK is set")
