@@ -21,8 +21,9 @@ from rich.console import Console
 from rich.text import Text
 
 from .display import terminal_text
-from .model import Result, RunInfo, format_duration, to_json
+from .model import format_duration, to_json
 from .redact import redact
+from .results import Result, RunInfo
 from .stability import verdict
 
 RULE = "═" * 63

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .errors import EvaluationError
-from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
+from .model import Assertion, Case, Context, Message, Response, Suite, Usage
 from .redact import expand_env
+from .results import Result, RunInfo
 
 
 class Plugin:

@@ -84,10 +84,11 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from ..errors import UsageError
     from ..kinds import SourceContext
     from ..loader import Loader
-    from ..model import DEFAULT_TIMEOUT, RunInfo, parse_duration
+    from ..model import DEFAULT_TIMEOUT, parse_duration
     from ..plan import build_plan, load_inputs
     from ..plugins import default_plugins
     from ..project import Project
+    from ..results import RunInfo
     from ..runner import Runner, RunOptions
 
     plugins = default_plugins()

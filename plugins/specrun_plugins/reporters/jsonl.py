@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from specrun.kinds import Reporter
-from specrun.model import Result, RunInfo, json_line
+from specrun.model import json_line
 from specrun.redact import redact_json
+from specrun.results import Result, RunInfo
 
 
 class JsonlReporter(Reporter):
