@@ -18,7 +18,7 @@ from types import TracebackType
 from .discovery import skip_reason
 from .documents import SUITE_EXTENSIONS
 from .errors import UsageError
-from .loader import display_path
+from .problems import display_path
 
 
 def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], folders: Iterable[Path]) -> None:
