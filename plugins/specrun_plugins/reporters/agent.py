@@ -14,9 +14,10 @@ from typing import Any
 from specrun.errors import SpecrunError
 from specrun.kinds import Reporter
 from specrun.model import Context, Message
+from specrun.outputs import atomic_writer
 from specrun.redact import redact_json
 
-from ._common import atomic_writer, load
+from ._common import load
 from .json_report import write
 
 FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".json": "json", ".xml": "xml"}
