@@ -10,17 +10,17 @@ from typing import Any, ClassVar
 
 from specrun.errors import EvaluationError
 from specrun.kinds import AssertionType, Check, Verdict
-from specrun.matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, compare
+from specrun.matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, alternatives, compare
 from specrun.model import MISSING, Assertion
 
 from .judge import run_of, usage_details
 
 
 def _alternatives(value: Any) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    if not items or any(isinstance(i, dict | list) or i is None for i in items):
-        raise EvaluationError(f"match needs `expected` text or a list of texts, not {value!r}")
-    return [str(i) for i in items]
+    try:
+        return alternatives(value)
+    except (TypeError, ValueError):
+        raise EvaluationError(f"match needs `expected` text or a list of texts, not {value!r}") from None
 
 
 def _mode(params: dict[str, Any], services: Any) -> str:
