@@ -37,7 +37,7 @@ class Mode(enum.StrEnum):
 
 MODES: tuple[str, ...] = tuple(m.value for m in Mode)
 DEFAULT_MODE: str = Mode.FALLBACK.value
-DEFAULT_THRESHOLD = 0.8
+MATCH_THRESHOLD = 0.8
 PROMPT_VERSION = "compare/2"
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -147,7 +147,7 @@ def judge_messages(actual: str, expected: str, user_input: str | None) -> list[d
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = DEFAULT_THRESHOLD) -> Judge:
+def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = MATCH_THRESHOLD) -> Judge:
     """A judge that asks ``client`` (a ``specrun.llm.ModelClient``) with the built-in rubric;
     its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
@@ -189,7 +189,7 @@ async def compare(
     expected: str | Sequence[str],
     *,
     mode: Mode | str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = MATCH_THRESHOLD,
     user_input: str | None = None,
     judge: Judge | Any = None,
     containment: bool = False,

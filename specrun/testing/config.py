@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvaluationError, UsageError
-from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, Mode, compare
+from ..matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -79,7 +79,7 @@ class TestConfig:
     __test__ = False  # not a pytest test class
 
     mode: str = DEFAULT_MODE
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = MATCH_THRESHOLD
     evaluator: str = "default"
     llm: LLMConfig = field(default_factory=LLMConfig)
     path: Path | None = None

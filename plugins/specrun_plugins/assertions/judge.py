@@ -15,7 +15,7 @@ import json
 from typing import Any, ClassVar
 
 from specrun.errors import EvaluationError
-from specrun.judging import DATA_RULES, DEFAULT_THRESHOLD, JudgeReply, data_block, parse_verdict
+from specrun.judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from specrun.kinds import AssertionType, Check, Verdict
 from specrun.model import Assertion, Message, Usage
 
@@ -109,7 +109,7 @@ def _verdict(reply: JudgeReply, expected: Any, **extra: Any) -> Verdict:
 
 def _threshold(params: dict[str, Any]) -> float:
     value = params.get("threshold")
-    return DEFAULT_THRESHOLD if value is None else float(value)
+    return JUDGE_THRESHOLD if value is None else float(value)
 
 
 async def model_judge(

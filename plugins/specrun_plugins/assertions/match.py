@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from specrun.errors import EvaluationError
 from specrun.kinds import AssertionType, Check, Verdict
-from specrun.matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, alternatives, compare
+from specrun.matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, alternatives, compare
 from specrun.model import MISSING, Assertion
 
 from .judge import run_of, usage_details
@@ -52,7 +52,7 @@ class Match(AssertionType):
                 "type": "number",
                 "minimum": 0,
                 "maximum": 1,
-                "description": f"Pass when an answer's score >= threshold (default {DEFAULT_THRESHOLD}).",
+                "description": f"Pass when an answer's score >= threshold (default {MATCH_THRESHOLD}).",
             },
             "mode": {"enum": list(MODES), "description": "Default: compare_mode in specrun.yaml, else fallback."},
             "contains": {
@@ -88,7 +88,7 @@ class Match(AssertionType):
             check.response.text,
             alternatives,
             mode=mode,
-            threshold=float(params.get("threshold", DEFAULT_THRESHOLD)),
+            threshold=float(params.get("threshold", MATCH_THRESHOLD)),
             user_input=users[-1].text if users else None,
             judge=getattr(services, "models", None),
             containment=bool(params.get("contains", False)),
