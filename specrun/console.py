@@ -22,8 +22,9 @@ from rich.text import Text
 
 from . import hookimpl
 from .display import terminal_text
-from .model import Result, RunInfo, format_duration, to_json
+from .model import format_duration, to_json
 from .redact import redact
+from .results import Result, RunInfo
 from .stability import verdict
 
 RULE = "═" * 63

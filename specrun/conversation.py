@@ -23,20 +23,9 @@ from typing import Any
 
 from .errors import SpecrunError, UsageError
 from .kinds import Check, Session, Simulator, SimulatorState, SimulatorTurn
-from .model import (
-    DEFAULT_MAX_TURNS,
-    AssertionResult,
-    Case,
-    Context,
-    Message,
-    Response,
-    Result,
-    Status,
-    Usage,
-    as_response,
-    format_duration,
-)
+from .model import DEFAULT_MAX_TURNS, Case, Context, Message, Response, Status, Usage, as_response, format_duration
 from .registry import Registry
+from .results import AssertionResult, Result
 from .verdicts import evaluate, judge_usage
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .display import md_text
+from .display import md_text, shorten
 from .errors import UsageError
 from .stability import CaseStats, failure_reason, scan
 
@@ -115,7 +115,7 @@ def _check(record: dict[str, Any], fields: dict[str, Any], prefix: str = "", req
 
 def _shown(value: Any) -> str:
     text = json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return shorten(text, 60)
 
 
 def _from_stats(c: CaseStats) -> Outcome:

@@ -2,7 +2,8 @@
 
 The one sanitiser of agent text: the Markdown and HTML reporters and ``specrun diff`` show
 control characters as escapes (``visible``), the console and direct mode (``-i``) remove them
-with the escape sequences they start (``terminal_text``). Also Markdown escaping.
+with the escape sequences they start (``terminal_text``). Also Markdown escaping, and the one
+text truncation (``shorten``).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ _MD_TABLE = str.maketrans(_MD)
 def md_text(value: Any, limit: int = 0) -> str:
     """Text made inert for a Markdown line or table cell: one line, no markup, no HTML."""
     text = visible(" ".join(str(value).split()))
-    if limit and len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if limit:
+        text = shorten(text, limit)
     return text.translate(_MD_TABLE)
 
 
@@ -63,3 +64,8 @@ def md_block(text: str, info: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
+
+
+def shorten(text: str, limit: int, marker: str = "…") -> str:
+    """``text`` cut to at most ``limit`` characters, ``marker`` ending a cut one."""
+    return text if len(text) <= limit else text[: max(0, limit - len(marker))] + marker

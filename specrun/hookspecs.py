@@ -22,7 +22,7 @@ from typing import Any
 import pluggy
 
 from .kinds import AssertionType, Reporter, Simulator, Source, Target
-from .model import Result, RunInfo
+from .results import Result, RunInfo
 
 hookspec = pluggy.HookspecMarker("specrun")
 

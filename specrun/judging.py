@@ -30,7 +30,7 @@ from typing import Any
 
 from .model import Usage
 
-DEFAULT_THRESHOLD = 0.5
+JUDGE_THRESHOLD = 0.5
 _MAX_REPLY = 50_000  # characters of a judge reply that are searched for a verdict
 
 DATA_RULES = """\
@@ -64,7 +64,7 @@ class JudgeReply:
     score: float | None
     reason: str = ""
     usage: Usage | None = None
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = JUDGE_THRESHOLD
 
     @property
     def verdict(self) -> bool:
@@ -107,7 +107,7 @@ def _verdict_object(text: str) -> dict[str, Any]:
     return verdicts[-1]
 
 
-def parse_verdict(value: Any, threshold: float = DEFAULT_THRESHOLD, *, require_score: bool = False) -> JudgeReply:
+def parse_verdict(value: Any, threshold: float = JUDGE_THRESHOLD, *, require_score: bool = False) -> JudgeReply:
     """A ``JudgeReply`` from a reply's text (or an object a validator returned).
 
     ``ValueError`` says what is unusable: no verdict, verdicts that disagree, a wrong type, a

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import EvaluationError
-from .model import Assertion, Case, Context, Message, Response, Result, RunInfo, Suite, Usage
+from .model import Assertion, Case, Context, Message, Response, Suite, Usage
 from .redact import expand_env
+from .results import Result, RunInfo
 from .services import Services
 
 if TYPE_CHECKING:

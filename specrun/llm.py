@@ -31,12 +31,12 @@ from .model import Message, ToolCall, Usage
 from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .providers import (
     describe_error,
+    error_retry_after,
     error_status,
     imported,
     load_litellm,
     preload,
     response_usage,
-    retry_after,
     retryable,
 )
 from .redact import redact, register
@@ -365,7 +365,7 @@ class ModelClient:
                     tries = f" after {attempt} attempts" if attempt > 1 else ""
                     message = f"model call to {model} ({purpose}) failed{tries}: {detail}"
                     raise ModelError(redact(message, secrets, keys=True), status=status, attempts=attempt) from None
-                wait = retry_after(exc) if status == 429 or (status or 0) >= 500 else None
+                wait = error_retry_after(exc) if status == 429 or (status or 0) >= 500 else None
                 if wait is None:
                     backoff = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
                     wait = backoff * random.uniform(0.5, 1.0)

@@ -6,9 +6,7 @@ before anything runs; ``load`` raises one ``SuiteError`` listing them all.
 
 from __future__ import annotations
 
-import difflib
 import gc
-import json
 import mimetypes
 import os
 from collections.abc import Iterable, Iterator
@@ -39,96 +37,9 @@ from .model import (
     Suite,
     parse_duration,
 )
+from .problems import describe_schema_error, did_you_mean, display_path, duration_problem, pointer
 from .registry import Registry
-from .schemas import compose, subschema
-
-
-def pointer(path: Iterable[Any]) -> str:
-    """``["cases", 3, "assertions", 0, "value"]`` → ``cases[3].assertions[0].value``."""
-    out = ""
-    for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
-    return out
-
-
-def display_path(path: Path) -> str:
-    """The path as the user would type it: relative to the working directory when inside it."""
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)
-
-
-def _did_you_mean(value: Any, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(value), list(options), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _describe(
-    error: Any,
-    schema: dict[str, Any],
-    instance: Any,
-    root: list[Any] | None = None,
-    whole: str = "the document",
-) -> list[tuple[list[Any], str, bool]]:
-    """(path, message, at_key) for one jsonschema-rs error, worded for a person.
-
-    Messages name the field as ``root`` + its path (``whole`` when that is empty).
-    """
-    path = list(error.instance_path)
-    kind = type(error.kind).__name__
-    if kind == "AdditionalProperties":
-        parent = subschema(schema, list(error.schema_path)[:-1])
-        allowed = sorted(parent.get("properties", {}))
-        listed = ", ".join(allowed)
-        return [
-            ([*path, name], f"unknown field {name!r}{_did_you_mean(name, allowed)} (allowed: {listed})", True)
-            for name in error.kind.unexpected
-        ]
-    if kind == "Enum":
-        parent = subschema(schema, list(error.schema_path)[:-1])
-        label = parent.get("x-kind")
-        options = [str(o) for o in error.kind.options]
-        value = _value_at(instance, path)
-        if label:
-            message = f"unknown {label} {value!r}{_did_you_mean(value, options)} (known: {', '.join(options)})"
-        else:
-            message = f"{json.dumps(value)} is not one of: {', '.join(options)}"
-        return [(path, message, False)]
-    if kind == "Required":
-        name = error.message.split('"')[1] if '"' in error.message else error.message
-        return [(path, f"missing required field {name!r}", False)]
-    field = pointer([*(root or []), *path]) or whole
-    if kind == "Pattern" and list(error.schema_path)[:2] == ["$defs", "duration"]:
-        return [(path, str(_duration_problem(_value_at(instance, path))), False)]
-    if kind == "Type":
-        parent = subschema(schema, list(error.schema_path)[:-1])
-        wanted = parent.get("x-expect") or " or ".join(_TYPE_NAMES.get(t, t) for t in _types(error.kind.types))
-        return [(path, f"{field} must be {wanted}, not {_json_type(_value_at(instance, path))}", False)]
-    return [(path, f"{field}: {error.message}", False)]
-
-
-_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a string", "boolean": "a boolean",
-               "integer": "an integer", "number": "a number", "null": "null"}
-
-
-def _types(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else [str(v) for v in value]
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _value_at(instance: Any, path: list[Any]) -> Any:
-    for step in path:
-        try:
-            instance = instance[step]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return instance
+from .schemas import compose
 
 
 class Loader:
@@ -226,7 +137,7 @@ class Loader:
             offset = [doc.case_key] if doc.case_key else []
             root = ["cases"] if isinstance(doc.top.data, list) else []
             for error in self._suite.iter_errors(doc.top.data):
-                for path, message, at_key in _describe(error, self.schema, doc.top.data, root):
+                for path, message, at_key in describe_schema_error(error, self.schema, doc.top.data, root):
                     bad_defaults = bad_defaults or path[:1] == ["defaults"]
                     n = len(offset)
                     if len(path) > n and path[:n] == offset and isinstance(path[n], int) and path[n] < len(doc.cases):
@@ -240,7 +151,7 @@ class Loader:
             for i, record in enumerate(doc.cases):
                 for error in self._case.iter_errors(record.data):
                     bad_cases.add(i)
-                    described = _describe(error, self.schema, record.data, whole="the case")
+                    described = describe_schema_error(error, self.schema, record.data, whole="the case")
                     for path, message, at_key in described:
                         report(record, ["cases", i], path, message, at_key)
 
@@ -288,7 +199,7 @@ class Loader:
     def _case_problems(self, case: dict[str, Any], base_dir: Path, generated: bool) -> Iterator[tuple[list[Any], str]]:
         if "assertions" in case and "assert" in case:
             yield ["assert"], "use either 'assertions' or its alias 'assert', not both"
-        if "timeout" in case and (wrong := _duration_problem(case["timeout"])):
+        if "timeout" in case and (wrong := duration_problem(case["timeout"])):
             yield ["timeout"], wrong
         if generated:
             for key in ("before", "after", "target"):
@@ -377,15 +288,6 @@ def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, 
     return merged
 
 
-def _duration_problem(value: Any) -> str | None:
-    """Why ``value`` is not a usable timeout, or None when it is."""
-    try:
-        seconds = parse_duration(value)
-    except (ValueError, TypeError, AttributeError) as exc:
-        return str(exc) if isinstance(exc, ValueError) else f"invalid duration {value!r}"
-    return None if seconds > 0 else f"a timeout must be more than 0, not {value!r}"
-
-
 def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
     if not checkpoints:
         return
@@ -403,7 +305,7 @@ def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[li
             if dep not in ids:
                 yield (
                     ["checkpoints", i, "after", j],
-                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{_did_you_mean(dep, hint)}"
+                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{did_you_mean(dep, hint)}"
                     f" (known: {known})",
                 )
     graph = {c["id"]: [d for d in c.get("after") or [] if d in ids] for c in checkpoints}
@@ -508,7 +410,7 @@ def load_mapping_file(path: Path, schema: dict[str, Any], empty_ok: bool = False
         raise SuiteError([exc.problem]) from None
     problems = []
     for error in jsonschema_rs.Draft202012Validator(schema).iter_errors(data):
-        for where, message, at_key in _describe(error, schema, data):
+        for where, message, at_key in describe_schema_error(error, schema, data):
             line, col = record.position(where, at_key)
             problems.append(Problem(display, line, col, message, pointer(where)))
     if problems:

@@ -15,7 +15,7 @@ import enum
 import re
 import string
 import unicodedata
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ class Mode(enum.StrEnum):
 
 MODES: tuple[str, ...] = tuple(m.value for m in Mode)
 DEFAULT_MODE: str = Mode.FALLBACK.value
-DEFAULT_THRESHOLD = 0.8
+MATCH_THRESHOLD = 0.8
 PROMPT_VERSION = "compare/2"
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -147,7 +147,7 @@ def judge_messages(actual: str, expected: str, user_input: str | None) -> list[d
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = DEFAULT_THRESHOLD) -> Judge:
+def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = MATCH_THRESHOLD) -> Judge:
     """A judge that asks ``client`` (a ``specrun.llm.ModelClient``) with the built-in rubric;
     its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
@@ -167,10 +167,20 @@ def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshol
     return judge
 
 
-def _alternatives(expected: str | Sequence[str]) -> list[str]:
-    items = [expected] if isinstance(expected, str) else list(expected)
+def alternatives(expected: Any) -> list[str]:
+    """The acceptable answers as a list of texts: a bare string (or number) is one answer, never
+    a list of characters. ``TypeError`` for an answer that is not text, ``ValueError`` for none."""
+    if isinstance(expected, str) or not isinstance(expected, Sequence):
+        items = [expected]
+    else:
+        items = list(expected)
     if not items:
         raise ValueError("expected must name at least one acceptable answer")
+    bad = [
+        item for item in items if item is None or (isinstance(item, Mapping | Sequence) and not isinstance(item, str))
+    ]
+    if bad:
+        raise TypeError(f"expected answers must be text, not {bad[0]!r}")
     return [str(item) for item in items]
 
 
@@ -179,7 +189,7 @@ async def compare(
     expected: str | Sequence[str],
     *,
     mode: Mode | str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float = MATCH_THRESHOLD,
     user_input: str | None = None,
     judge: Judge | Any = None,
     containment: bool = False,
@@ -199,7 +209,7 @@ async def compare(
         raise ValueError(f"unknown compare mode {mode!r} (known: {', '.join(MODES)})")
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be from 0 to 1, not {threshold!r}")
-    alternatives = _alternatives(expected)
+    answers = alternatives(expected)
     actual = "" if actual is None else str(actual)
     attempts: list[Attempt] = []
 
@@ -208,7 +218,7 @@ async def compare(
         return CompareResult(passed, best, stage, str(mode), threshold, attempts, usage)
 
     if mode in ("score", "fallback"):
-        for alternative in alternatives:
+        for alternative in answers:
             score = quasi_exact(actual, alternative, contains=containment)
             passed = score >= threshold
             how = "contains" if containment and normalize(actual) != normalize(alternative) else ""
@@ -228,7 +238,7 @@ async def compare(
         ask = model_judge(judge, model=model, run=run, threshold=threshold)
     usage = Usage()
     passed = False
-    for alternative in alternatives:
+    for alternative in answers:
         verdict = await ask(actual, alternative, user_input)
         usage.add(verdict.usage)
         ok = verdict.score >= threshold

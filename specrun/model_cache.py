@@ -12,10 +12,11 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
+
+from .outputs import atomic_writer
 
 logger = logging.getLogger("specrun.llm")
 
@@ -55,11 +56,8 @@ class DiskCache:
             if not self.root.is_dir():
                 self.root.mkdir(parents=True, exist_ok=True)
                 (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            with atomic_writer(path) as fh:
                 json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
-            os.replace(tmp, path)
         except OSError as exc:  # a read-only checkout must not fail the run
             logger.warning("cannot write model cache entry %s: %s", path, exc)
 

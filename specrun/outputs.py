@@ -1,4 +1,5 @@
-"""Where a run writes: checked before the first case, and locked while the run lasts.
+"""Where a run writes: checked before the first case, locked while the run lasts, and
+written atomically (:func:`atomic_writer`, for reports, ``specrun diff`` and the model cache).
 
 A run's outputs (``-o`` files, the default result stream, ``--save``) must not be one of its
 inputs, must not be named twice, and must not land where a folder search of its inputs would
@@ -9,16 +10,19 @@ instead of interleaving lines with the first.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from .discovery import skip_reason
 from .documents import SUITE_EXTENSIONS
 from .errors import UsageError
-from .loader import display_path
+from .problems import display_path
 
 
 def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], folders: Iterable[Path]) -> None:
@@ -115,3 +119,30 @@ class OutputLocks:
                 lock.unlink(missing_ok=True)
             finally:
                 os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """Write to a temporary file in the same folder, then rename it over ``path``.
+
+    Readers see the old file or the whole new one, never half of it; on any exception the
+    temporary file is removed and ``path`` is left as it was. Nothing awaits inside the block:
+    the runner handles signals between turns of the event loop, so even the second Ctrl-C
+    (which exits at once) never lands in the middle of a write and leaves no temporary file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        # mkstemp makes the file private; the file gets the mode of the one it replaces.
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

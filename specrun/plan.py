@@ -15,10 +15,10 @@ from .case_hooks import check_case_hooks
 from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
 from .kinds import Source, SourceContext
-from .loader import display_path
 from .model import Case, Suite
 from .patterns import PatternError, compile_pattern
 from .plugins import Plugins
+from .problems import display_path
 from .project import Agent, Project
 from .runner import Job
 from .services import case_needs_model

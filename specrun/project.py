@@ -17,7 +17,8 @@ from .discovery import folder_skip_reason
 from .documents import load_mapping
 from .errors import Problem, SpecrunError, SuiteError, UsageError
 from .kinds import Target
-from .loader import display_path, load_mapping_file
+from .loader import load_mapping_file
+from .problems import display_path
 from .registry import Registry
 from .schemas import agent_schema, config_schema
 

@@ -119,7 +119,7 @@ def _headers(exc: BaseException) -> Mapping[str, str]:
     return headers if headers is not None else {}
 
 
-def retry_after(exc: BaseException) -> float | None:
+def error_retry_after(exc: BaseException) -> float | None:
     """Seconds the provider asked us to wait in the error's response headers, if it did."""
     return header_retry_after(_headers(exc))
 

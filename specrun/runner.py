@@ -40,8 +40,6 @@ from .model import (
     Context,
     Message,
     Response,
-    Result,
-    RunInfo,
     Usage,
     as_response,
     format_duration,
@@ -49,6 +47,7 @@ from .model import (
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
+from .results import Result, RunInfo
 from .services import Services, case_needs_model
 from .stability import Aggregator, exit_code
 from .stream import ResultStream

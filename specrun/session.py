@@ -23,11 +23,12 @@ from .case_rules import GeneratedLimits
 from .errors import UsageError
 from .kinds import Reporter, SourceContext
 from .loader import Loader
-from .model import DEFAULT_TIMEOUT, Case, Result, RunInfo, Suite, parse_duration
+from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
 from .outputs import check_outputs
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
+from .results import Result, RunInfo
 from .runner import Job, Runner, RunOptions
 from .stream import ResultStream
 

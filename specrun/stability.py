@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .display import shorten
 from .errors import UsageError
 from .model import to_json
 
@@ -92,7 +93,7 @@ def failure_reason(record: dict[str, Any]) -> str | None:
     if not text:
         return None
     text = str(text)
-    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+    return shorten(text, REASON_CHARS)
 
 
 def _round(value: float | None, digits: int) -> float | None:

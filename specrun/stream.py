@@ -14,8 +14,9 @@ from typing import IO, Any
 
 from . import hookimpl
 from .kinds import Reporter
-from .model import Result, RunInfo, json_line
+from .model import json_line
 from .redact import redact_json
+from .results import Result, RunInfo
 
 
 class ResultStream(Reporter):

@@ -8,8 +8,9 @@ from typing import Any
 from .errors import EvaluationError
 from .kinds import AssertionType, Check
 from .limiter import CASE_DEADLINE
-from .model import Assertion, AssertionResult, Status, Usage, format_duration
+from .model import Assertion, Status, Usage, format_duration
 from .registry import Registry
+from .results import AssertionResult
 
 _instances: dict[type, AssertionType] = {}
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .display import shorten
 from .errors import TargetError
 from .model import Message, Response, ToolCall, Usage
 from .redact import redact
@@ -90,7 +91,7 @@ def excerpt(text: str | bytes, limit: int = 200) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     text = " ".join(redact(text).split())
-    return text if len(text) <= limit else text[:limit] + "..."
+    return shorten(text, limit + 3, "...")
 
 
 def parse_tool_call(name: Any, arguments: Any, call_id: Any = None, *, strict: bool = True) -> ToolCall:

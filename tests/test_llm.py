@@ -17,7 +17,7 @@ from specrun.judging import parse_verdict
 from specrun.llm import ModelClient, ModelError
 from specrun.model import Message
 from specrun.model_cache import DiskCache
-from specrun.providers import retry_after
+from specrun.providers import error_retry_after
 from specrun.redact import redact
 from specrun.wire import openai_messages
 
@@ -210,11 +210,11 @@ def test_retry_after_reads_seconds_milliseconds_and_dates():
         def __init__(self, headers):
             self.litellm_response_headers = headers
 
-    assert retry_after(Exc({"retry-after": "2"})) == 2.0
-    assert retry_after(Exc({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert error_retry_after(Exc({"retry-after": "2"})) == 2.0
+    assert error_retry_after(Exc({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
     date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
-    assert 25 < retry_after(Exc({"retry-after": date})) <= 31
-    assert retry_after(Exc({})) is None and retry_after(Exception()) is None
+    assert 25 < error_retry_after(Exc({"retry-after": date})) <= 31
+    assert error_retry_after(Exc({})) is None and error_retry_after(Exception()) is None
 
 
 # -- the cache --------------------------------------------------------------------------------

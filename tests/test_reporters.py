@@ -13,8 +13,9 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
 from specrun.display import visible
-from specrun.model import AssertionResult, Case, Location, Message, Response, Result, RunInfo, ToolCall, Usage
+from specrun.model import Case, Location, Message, Response, ToolCall, Usage
 from specrun.plugins import get_plugin_manager
+from specrun.results import AssertionResult, Result, RunInfo
 
 HOSTILE = (
     '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=1"> '

@@ -12,10 +12,10 @@ import pytest
 from specrun.errors import ReportError
 from specrun.kinds import Reporter, SourceContext
 from specrun.loader import Loader
-from specrun.model import Result, RunInfo
 from specrun.plan import build_plan, load_inputs
 from specrun.plugins import default_plugins
 from specrun.project import Project
+from specrun.results import Result, RunInfo
 from specrun.runner import Runner, RunOptions
 from specrun.stream import ResultStream
 

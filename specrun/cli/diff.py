@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -25,6 +23,7 @@ def command(ctx: click.Context, old: Path, new: Path, output: Path | None) -> No
     of the wrong type, a duplicate id). The rules: docs/reports.md.
     """
     from ..diff import compare_files, to_markdown
+    from ..outputs import atomic_writer
     from ..redact import redact
 
     comparison = compare_files(old, new)
@@ -32,16 +31,8 @@ def command(ctx: click.Context, old: Path, new: Path, output: Path | None) -> No
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, output)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_writer(output) as f:
+            f.write(text)
         click.echo(f"wrote {output}", err=True)
     if comparison.regressed:
         ctx.exit(1)

@@ -51,7 +51,7 @@ def command(paths: tuple[Path, ...], verbose: bool) -> None:
 
 def echo_skipped(skipped: list[tuple[Path, str]]) -> None:
     """``-v``: each file or folder the inputs named or held that was not loaded, and why."""
-    from ..loader import display_path
+    from ..problems import display_path
 
     for path, reason in skipped:
         click.echo(f"skipped {display_path(path)}{'/' if path.is_dir() else ''}: {reason}", err=True)

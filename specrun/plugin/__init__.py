@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from .. import hookimpl
 from ..blocking import run_blocking
-from ..display import md_block, md_text, visible
+from ..display import md_block, md_text, shorten, visible
 from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
 from ..imports import find_module, load_callable, split_ref
-from ..judging import DATA_RULES, JudgeReply, data_block, parse_verdict
-from ..judging import DEFAULT_THRESHOLD as JUDGE_THRESHOLD
+from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
     Check,
@@ -36,9 +35,9 @@ from ..llm import DEFAULT_CALL_TIMEOUT as MODEL_TIMEOUT
 from ..llm import DEFAULT_RETRIES as MODEL_RETRIES
 from ..llm import Completion, ModelClient, ModelError
 from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
-from ..matching import DEFAULT_THRESHOLD as COMPARE_THRESHOLD
+from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
 from ..matching import MODES as COMPARE_MODES
-from ..matching import compare
+from ..matching import alternatives, compare
 from ..model import (
     MISSING,
     Assertion,
@@ -46,8 +45,6 @@ from ..model import (
     Context,
     Message,
     Response,
-    Result,
-    RunInfo,
     Suite,
     ToolCall,
     Usage,
@@ -58,11 +55,13 @@ from ..model import (
     parse_duration,
     to_json,
 )
+from ..outputs import atomic_writer
 from ..patterns import FlagError, PatternError, compile_pattern
 from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
+from ..results import Result, RunInfo
 from ..services import Models, Services
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
@@ -115,7 +114,9 @@ __all__ = [
     "Usage",
     "UsageError",
     "Verdict",
+    "alternatives",
     "as_response",
+    "atomic_writer",
     "checked_verdict",
     "compare",
     "compile_pattern",
@@ -142,6 +143,7 @@ __all__ = [
     "retry_after",
     "run_blocking",
     "scan",
+    "shorten",
     "split_ref",
     "to_json",
     "visible",

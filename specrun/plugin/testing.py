@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..kinds import Check
-from ..model import MISSING, Assertion, AssertionResult, Case, Context, Location, Message, Response, as_response
+from ..model import MISSING, Assertion, Case, Context, Location, Message, Response, as_response
 from ..plugins import default_plugins, get_plugin_manager
+from ..results import AssertionResult
 from ..services import Services
 from ..verdicts import evaluate
 

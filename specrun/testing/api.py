@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 
 from ..errors import EvaluationError, TargetError
 from ..kinds import checked_verdict
-from ..matching import Mode
+from ..matching import Mode, alternatives
 from ..model import Context, Message, Response, as_response
-from .config import TestConfig, alternatives, load_config, load_evaluator
+from .config import TestConfig, load_config, load_evaluator
 
 DEFAULT_READ_TIMEOUT = 30.0
 T = TypeVar("T")

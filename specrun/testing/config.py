@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvaluationError, UsageError
-from ..matching import DEFAULT_MODE, DEFAULT_THRESHOLD, MODES, Mode, compare
+from ..matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -79,7 +79,7 @@ class TestConfig:
     __test__ = False  # not a pytest test class
 
     mode: str = DEFAULT_MODE
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float = MATCH_THRESHOLD
     evaluator: str = "default"
     llm: LLMConfig = field(default_factory=LLMConfig)
     path: Path | None = None
@@ -272,18 +272,3 @@ def load_evaluator(spec: Any, config: TestConfig) -> Any:
     if not callable(getattr(spec, "evaluate", None)):
         raise UsageError(f"evaluator {spec!r} has no evaluate(actual, expected, user_input, threshold, mode) method")
     return spec
-
-
-def alternatives(expected: str | Sequence[str]) -> list[str]:
-    """The acceptable answers as a list: a bare string is one answer (never its characters)."""
-    if isinstance(expected, str):
-        return [expected]
-    if expected is None or isinstance(expected, Mapping) or not isinstance(expected, Sequence):
-        raise TypeError(f"expected must be a string or a list of strings, not {type(expected).__name__}")
-    items = list(expected)
-    if not items:
-        raise ValueError("expected must name at least one acceptable answer")
-    bad = [item for item in items if not isinstance(item, str)]
-    if bad:
-        raise TypeError(f"expected answers must be strings, not {bad[0]!r}")
-    return items

@@ -33,10 +33,11 @@ from specrun.console import ConsoleReport
 from specrun.errors import ReportError
 from specrun.kinds import SourceContext
 from specrun.loader import Loader
-from specrun.model import AssertionResult, Case, Location, Response, Result, RunInfo
+from specrun.model import Case, Location, Response
 from specrun.plan import build_plan, load_inputs
 from specrun.plugins import default_plugins
 from specrun.project import Project
+from specrun.results import AssertionResult, Result, RunInfo
 from specrun.runner import Runner, RunOptions
 from specrun.stability import Aggregator, exit_code, iter_stream, verdict
 from specrun.stream import ResultStream

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from specrun.plugin import MISSING, to_json
+from specrun.plugin import MISSING, shorten, to_json
 
 PREVIEW_CHARS = 200
 
@@ -38,7 +38,7 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
         text = to_json(value)
     except ValueError:  # a circular structure
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def json_type(value: Any) -> str:

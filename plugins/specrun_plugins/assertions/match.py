@@ -19,6 +19,7 @@ from specrun.plugin import (
     EvaluationError,
     Services,
     Verdict,
+    alternatives,
     compare,
 )
 
@@ -26,10 +27,10 @@ from .judge import run_of, usage_details
 
 
 def _alternatives(value: Any) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    if not items or any(isinstance(i, dict | list) or i is None for i in items):
-        raise EvaluationError(f"match needs `expected` text or a list of texts, not {value!r}")
-    return [str(i) for i in items]
+    try:
+        return alternatives(value)
+    except (TypeError, ValueError):
+        raise EvaluationError(f"match needs `expected` text or a list of texts, not {value!r}") from None
 
 
 def _mode(params: dict[str, Any], services: Services | None) -> str:

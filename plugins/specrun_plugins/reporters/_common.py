@@ -1,4 +1,4 @@
-"""Shared by the whole-file reporters: atomic writes and the re-read result stream.
+"""Shared by the whole-file reporters: the re-read result stream and its display helpers.
 
 A whole-file reporter keeps nothing during the run; in ``run_finished`` it scans the streamed JSONL
 once (per-case statistics and each line's offset, see ``specrun.stability.scan``) and then
@@ -7,48 +7,17 @@ reads the records of one case at a time while it writes, so memory does not grow
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.plugin import CaseStats, Reporter, Stream, format_duration, scan, visible
+from specrun.plugin import CaseStats, Reporter, Stream, atomic_writer, format_duration, scan, visible
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
-
-
-@contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[str]]:
-    """Write to a temporary file in the same folder, then rename it over ``path``.
-
-    Readers see the old file or the whole new one, never half of it; on any exception the
-    temporary file is removed and ``path`` is left as it was. Nothing awaits inside the block:
-    the runner handles signals between turns of the event loop, so even the second Ctrl-C
-    (which exits at once) never lands in the middle of a write and leaves no temporary file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes the file private; a report gets the mode of the file it replaces.
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def as_text(value: Any) -> str:

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specrun.plugin import Context, Message, Reporter, SpecrunError, redact_json
+from specrun.plugin import Context, Message, Reporter, SpecrunError, atomic_writer, redact_json
 
-from ._common import atomic_writer, load
+from ._common import load
 from .json_report import write
 
 FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".json": "json", ".xml": "xml"}
