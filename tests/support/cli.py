@@ -3,9 +3,9 @@
 Starting ``specrun`` as a process costs its imports every time (litellm alone takes seconds);
 ``run_cli`` calls the CLI's entry point (``specrun.cli.main.main``) instead, with the working
 folder, environment and standard streams of that one call, and puts back afterwards what a run
-changes in its process: the folder, ``os.environ``, ``sys.path``, the agent modules it imported
-from the project, the garbage collector's tuning, the SIGINT/SIGTERM handlers and the secrets
-registered for redaction. Tests of process-level behaviour (signals, closed stdout, process
+changes in its process: the folder, ``os.environ``, ``sys.path``, the agent modules of test
+projects (hidden during the call too), the garbage collector's tuning, the SIGINT/SIGTERM
+handlers and the secrets registered for redaction. Tests of process-level behaviour (signals, closed stdout, process
 trees, the installed entry point) keep starting a real process.
 """
 
@@ -18,10 +18,18 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
+
+
+def _project_modules() -> list[str]:
+    """Modules imported from temporary folders: the agents and hooks of test projects, which a
+    new ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
+    temp = (tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()))
+    return [name for name, module in list(sys.modules.items()) if str(getattr(module, "__file__", "")).startswith(temp)]
 
 
 @contextlib.contextmanager
@@ -29,7 +37,7 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     from specrun import redact
 
     folder, environ, path = os.getcwd(), dict(os.environ), list(sys.path)
-    modules = set(sys.modules)
+    hidden = {name: sys.modules.pop(name) for name in _project_modules()}
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     secrets = dict(getattr(redact, "_registered", {}))
@@ -42,12 +50,10 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         os.chdir(folder)
         os.environ.clear()
         os.environ.update(environ)
-        added = [Path(p).resolve() for p in sys.path if p not in path]
         sys.path[:] = path
-        for name in set(sys.modules) - modules:  # the project's agents and hooks: a new run imports its own
-            file = getattr(sys.modules[name], "__file__", None) or ""
-            if any(Path(file).resolve().is_relative_to(root) for root in added):
-                del sys.modules[name]
+        for name in _project_modules():
+            del sys.modules[name]
+        sys.modules.update(hidden)
         if gc.get_freeze_count() > frozen:
             gc.unfreeze()
         gc.set_threshold(*threshold)
@@ -59,17 +65,28 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
             registered.update(secrets)
 
 
+def _settings(env: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in env.items() if name.startswith("SPECRUN_")}
+
+
 def run_cli(
     args: Sequence[str], cwd: Path | str, env: Mapping[str, str] | None = None, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
     """``specrun ARGS`` run in ``cwd`` with environment ``env`` (default: this process's), in
-    process; its exit code and what it printed, as ``subprocess.run(..., text=True)`` gives them."""
+    process; its exit code and what it printed, as ``subprocess.run(..., text=True)`` gives them.
+
+    ``SPECRUN_*`` settings that differ from this process's (such as ``SPECRUN_DISABLE_PLUGINS``)
+    are read once per process, so such a call starts a real ``specrun`` instead.
+    """
     from specrun.cli.main import main
 
+    environ = dict(os.environ) if env is None else dict(env)
+    if _settings(environ) != _settings(os.environ):
+        return subprocess.run([SPECRUN, *args], cwd=cwd, env=environ, input=stdin, capture_output=True, text=True)
     out, err = io.StringIO(), io.StringIO()
     code: int | str | None = 0
     with (
-        _process_state(Path(cwd), dict(os.environ) if env is None else env),
+        _process_state(Path(cwd), environ),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
     ):
