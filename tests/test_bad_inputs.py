@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import pytest
 from support.cli import run_cli
+from support.missing import missing
 
 from specrun.loader import find_suite_files
 from specrun.plugins import default_plugins
@@ -202,7 +203,7 @@ def test_corpus_is_complete() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bad_file(name: str, runs: dict[str, Run]) -> None:
     if name in NEEDS and NEEDS[name] not in default_plugins().registry.names("assertion"):
-        pytest.skip(f"the {NEEDS[name]!r} assertion type is not installed yet")
+        missing(f"the {NEEDS[name]!r} assertion type is not installed")
     run = runs[name]
     output = run.stdout + run.stderr
     assert "Traceback" not in output
