@@ -25,11 +25,16 @@ from pathlib import Path
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 
-def _project_modules() -> list[str]:
-    """Modules imported from temporary folders: the agents and hooks of test projects, which a
-    new ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
-    temp = (tempfile.gettempdir(), os.path.realpath(tempfile.gettempdir()))
-    return [name for name, module in list(sys.modules.items()) if str(getattr(module, "__file__", "")).startswith(temp)]
+def _folders(*paths: str) -> tuple[str, ...]:
+    return tuple(os.path.join(f, "") for p in paths for f in {os.path.abspath(p), os.path.realpath(p)})
+
+
+def _project_modules(folders: tuple[str, ...]) -> list[str]:
+    """Modules imported from ``folders``: the agents and hooks of projects, which a new
+    ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
+    return [
+        name for name, module in list(sys.modules.items()) if str(getattr(module, "__file__", "")).startswith(folders)
+    ]
 
 
 @contextlib.contextmanager
@@ -37,7 +42,8 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     from specrun import redact
 
     folder, environ, path = os.getcwd(), dict(os.environ), list(sys.path)
-    hidden = {name: sys.modules.pop(name) for name in _project_modules()}
+    temporary = _folders(tempfile.gettempdir())  # where tests make their projects
+    hidden = {name: sys.modules.pop(name) for name in _project_modules(temporary)}
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     secrets = dict(getattr(redact, "_registered", {}))
@@ -50,8 +56,9 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         os.chdir(folder)
         os.environ.clear()
         os.environ.update(environ)
+        imported_from = _folders(*(p for p in sys.path if p not in path))
         sys.path[:] = path
-        for name in _project_modules():
+        for name in _project_modules(temporary + imported_from):
             del sys.modules[name]
         sys.modules.update(hidden)
         if gc.get_freeze_count() > frozen:
