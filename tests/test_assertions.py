@@ -14,6 +14,7 @@ import pytest
 from specrun_plugins.assertions import text
 from specrun_plugins.assertions._common import difference, is_subset, json_equal, whole_json
 
+from specrun import verdicts
 from specrun.errors import EvaluationError, SuiteError
 from specrun.kinds import AssertionType, Check, Verdict
 from specrun.loader import Loader
@@ -185,7 +186,6 @@ def test_whole_json():
 
 
 async def test_negate_is_applied_by_the_engine():
-    verdicts = pytest.importorskip("specrun.verdicts")
     registry = get_plugin_manager().registry
     negated = Assertion("contains", {"value": "error"}, negate=True)
     assert (await verdicts.evaluate(negated, check("all good"), registry)).status == "passed"

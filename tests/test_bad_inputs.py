@@ -6,21 +6,18 @@ one ``FILE:LINE:COL: message (at FIELD)`` line per problem, and never a tracebac
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from support.cli import run_cli
+from support.missing import missing
 
 from specrun.loader import find_suite_files
 from specrun.plugins import default_plugins
 
 CORPUS = Path(__file__).parent / "bad_inputs"
-SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 
 class Expect(NamedTuple):
@@ -61,47 +58,38 @@ EXPECTED: dict[str, list[Expect]] = {
         E(3, 22, "invalid JSON: Expecting value", None),
     ],
     # -- document shape ------------------------------------------------------------------------
-    "scalar_document.yaml": [
-        E(1, 1, "must be a list of cases or a mapping with 'cases', not a string", None)
-    ],
+    "scalar_document.yaml": [E(1, 1, "must be a list of cases or a mapping with 'cases', not a string", None)],
     "mapping_without_cases.json": [E(1, 1, "missing required field 'cases'", None)],
     "mapping_unknown_key.yaml": [E(2, 1, "unknown field 'casez'; did you mean 'cases'?", "casez")],
-    "list_form_error.json": [
-        E(3, 38, "cases[1].skip must be a boolean or a string, not a number", "cases[1].skip")
-    ],
+    "list_form_error.json": [E(3, 38, "cases[1].skip must be a boolean or a string, not a number", "cases[1].skip")],
     "case_not_mapping.jsonl": [E(2, 1, "the case must be a mapping, not a list", "cases[1]")],
     # -- case fields ---------------------------------------------------------------------------
     "wrong_type.jsonl": [
-        E(2, 33, "input must be text, a message {role, content} or a list of messages, not a number",
-          "cases[1].input")
+        E(2, 33, "input must be text, a message {role, content} or a list of messages, not a number", "cases[1].input")
     ],
     "unknown_field.yaml": [E(5, 3, "unknown field 'colour' (allowed: ", "cases[1].colour")],
     "missing_id.jsonl": [E(2, 1, "missing required field 'id'", "cases[1]")],
     "missing_input.jsonl": [E(1, 1, "missing required field 'input'", "cases[0]")],
     "duplicate_id.yaml": [E(5, 7, "duplicate case id 'same' (first at line 1)", "cases[2].id")],
-    "min_pass_rate_out_of_range.jsonl": [
-        E(1, 49, "150 is greater than the maximum of 100", "cases[0].min_pass_rate")
-    ],
-    "bad_duration.yaml": [
-        E(3, 12, "invalid duration '5 minutes' (use e.g. 30s", "cases[0].timeout")
-    ],
+    "min_pass_rate_out_of_range.jsonl": [E(1, 49, "150 is greater than the maximum of 100", "cases[0].min_pass_rate")],
+    "bad_duration.yaml": [E(3, 12, "invalid duration '5 minutes' (use e.g. 30s", "cases[0].timeout")],
     "duration_missing_unit.jsonl": [E(1, 58, "invalid duration '1m30'", "cases[0].timeout")],
     "zero_timeout.yaml": [E(3, 12, "a timeout must be more than 0, not '0s'", "cases[0].timeout")],
-    "defaults_unknown_field.yaml": [
-        E(3, 3, "unknown field 'userr'; did you mean 'user'?", "defaults.userr")
-    ],
+    "defaults_unknown_field.yaml": [E(3, 3, "unknown field 'userr'; did you mean 'user'?", "defaults.userr")],
     # -- input ---------------------------------------------------------------------------------
     "unknown_role.jsonl": [
-        E(1, 73, "unknown message role 'robot' (known: user, assistant, system, tool)",
-          "cases[0].input[1].role")
+        E(1, 73, "unknown message role 'robot' (known: user, assistant, system, tool)", "cases[0].input[1].role")
     ],
     "unknown_content_part.yaml": [
-        E(7, 15, "unknown content part type 'video' (known: text, image, audio, file)",
-          "cases[0].input.content[1].type")
+        E(
+            7,
+            15,
+            "unknown content part type 'video' (known: text, image, audio, file)",
+            "cases[0].input.content[1].type",
+        )
     ],
     "missing_attachment.yaml": [
-        E(8, 17, "file not found: file://images/missing-cat.png",
-          "cases[0].input.content[1].source")
+        E(8, 17, "file not found: file://images/missing-cat.png", "cases[0].input.content[1].source")
     ],
     "empty_input_list.jsonl": [E(1, 28, "[] has less than 1 item", "cases[0].input")],
     "message_without_content.yaml": [
@@ -110,8 +98,7 @@ EXPECTED: dict[str, list[Expect]] = {
     ],
     # -- assertions ----------------------------------------------------------------------------
     "unknown_assertion_type.yaml": [
-        E(7, 15, "unknown assertion type 'containz'; did you mean 'contains'?",
-          "cases[0].assertions[1].type")
+        E(7, 15, "unknown assertion type 'containz'; did you mean 'contains'?", "cases[0].assertions[1].type")
     ],
     "misspelt_parameter.jsonl": [
         E(1, 46, "missing required field 'value'", "cases[0].assertions[0]"),
@@ -120,49 +107,50 @@ EXPECTED: dict[str, list[Expect]] = {
     "assert_and_assertions.jsonl": [
         E(1, 41, "use either 'assertions' or its alias 'assert', not both", "cases[0].assert")
     ],
-    "assertion_as_string.yaml": [
-        E(4, 7, "assertions[0] must be a mapping, not a string", "cases[0].assertions[0]")
-    ],
-    "negate_not_boolean.json": [
-        E(6, 71, "negate must be a boolean, not a string", "cases[0].assertions[0].negate")
-    ],
-    "bad_regex.yaml": [
-        E(5, 14, "invalid regex 'ORD-(\\\\d+': missing )",
-          "cases[0].assertions[0].value")
-    ],
-    "defaults_bad_regex.yaml": [
-        E(5, 14, "invalid regex '[unclosed'", "defaults.assertions[0].value")
-    ],
+    "assertion_as_string.yaml": [E(4, 7, "assertions[0] must be a mapping, not a string", "cases[0].assertions[0]")],
+    "negate_not_boolean.json": [E(6, 71, "negate must be a boolean, not a string", "cases[0].assertions[0].negate")],
+    "bad_regex.yaml": [E(5, 14, "invalid regex 'ORD-(\\\\d+': missing )", "cases[0].assertions[0].value")],
+    "defaults_bad_regex.yaml": [E(5, 14, "invalid regex '[unclosed'", "defaults.assertions[0].value")],
     "regex_backreference.yaml": [
-        E(6, 16, "invalid regex '(\\\\w+) \\\\1': invalid escape sequence: \\1 (backreferences are not supported: "
-          "regexes run on RE2, which matches in linear time)", "cases[0].assertions[0].value")
+        E(
+            6,
+            16,
+            "invalid regex '(\\\\w+) \\\\1': invalid escape sequence: \\1 (backreferences are not supported: "
+            "regexes run on RE2, which matches in linear time)",
+            "cases[0].assertions[0].value",
+        )
     ],
     # -- dynamic cases -------------------------------------------------------------------------
     "checkpoint_unknown_after.yaml": [
-        E(7, 24, "checkpoint 'booked' comes after unknown checkpoint 'asked_dates' (known: greeted",
-          "cases[0].checkpoints[1].after[1]")
+        E(
+            7,
+            24,
+            "checkpoint 'booked' comes after unknown checkpoint 'asked_dates' (known: greeted",
+            "cases[0].checkpoints[1].after[1]",
+        )
     ],
-    "checkpoint_cycle.yaml": [
-        E(5, 14, "checkpoints form a cycle: a → c → b → a", "cases[0].checkpoints[0].after")
-    ],
-    "checkpoint_missing_assertion.yaml": [
-        E(3, 7, "missing required field 'assertion'", "cases[0].checkpoints[0]")
-    ],
-    "duplicate_checkpoint_id.yaml": [
-        E(5, 11, "duplicate checkpoint id 'greeted'", "cases[0].checkpoints[1].id")
-    ],
+    "checkpoint_cycle.yaml": [E(5, 14, "checkpoints form a cycle: a → c → b → a", "cases[0].checkpoints[0].after")],
+    "checkpoint_missing_assertion.yaml": [E(3, 7, "missing required field 'assertion'", "cases[0].checkpoints[0]")],
+    "duplicate_checkpoint_id.yaml": [E(5, 11, "duplicate checkpoint id 'greeted'", "cases[0].checkpoints[1].id")],
     # -- fields nothing would read (no silent pass) --------------------------------------------
     "expected_not_checked.yaml": [
-        E(3, 13, "'expected' would never be checked: case 'capital' has assertions of its own, and none of"
-          " them reads it", "cases[0].expected")
+        E(
+            3,
+            13,
+            "'expected' would never be checked: case 'capital' has assertions of its own, and none of them reads it",
+            "cases[0].expected",
+        )
     ],
     "defaults_expected_not_checked.yaml": [
-        E(2, 13, "'expected' would never be checked: case 'capital' has assertions of its own",
-          "defaults.expected")
+        E(2, 13, "'expected' would never be checked: case 'capital' has assertions of its own", "defaults.expected")
     ],
     "dynamic_case_expected.yaml": [
-        E(2, 13, "'expected' would never be checked: case 'books' is dynamic, and none of its checkpoints"
-          " reads it", "cases[0].expected")
+        E(
+            2,
+            13,
+            "'expected' would never be checked: case 'books' is dynamic, and none of its checkpoints reads it",
+            "cases[0].expected",
+        )
     ],
     "dynamic_case_assertions.yaml": [
         E(7, 5, "'assertions' would never be checked: case 'books' is dynamic", "cases[0].assertions")
@@ -195,18 +183,15 @@ class Run(NamedTuple):
 
 
 def specrun(*args: str, cwd: Path = CORPUS, env: dict[str, str] | None = None) -> Run:
-    proc = subprocess.run(
-        [SPECRUN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=60
-    )
+    proc = run_cli(args, cwd, env)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[str, Run]:
-    """``specrun validate FILE`` for every corpus file, run concurrently (each is a process)."""
+    """``specrun validate FILE`` for every corpus file."""
     names = sorted(p.name for p in CORPUS.iterdir() if p.is_file())
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        return dict(zip(names, pool.map(lambda n: specrun("validate", n), names), strict=True))
+    return {name: specrun("validate", name) for name in names}
 
 
 def test_corpus_is_complete() -> None:
@@ -218,7 +203,7 @@ def test_corpus_is_complete() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_bad_file(name: str, runs: dict[str, Run]) -> None:
     if name in NEEDS and NEEDS[name] not in default_plugins().registry.names("assertion"):
-        pytest.skip(f"the {NEEDS[name]!r} assertion type is not installed yet")
+        missing(f"the {NEEDS[name]!r} assertion type is not installed")
     run = runs[name]
     output = run.stdout + run.stderr
     assert "Traceback" not in output
@@ -250,8 +235,9 @@ def test_whole_corpus_directory_in_one_run() -> None:
     assert run.code == 2
     assert "Traceback" not in run.stderr
     reported = {m["file"] for m in map(PROBLEM.match, run.stderr.splitlines()) if m}
-    assert reported == set(EXPECTED) - {n for n, kind in NEEDS.items()
-                                        if kind not in default_plugins().registry.names("assertion")}
+    assert reported == set(EXPECTED) - {
+        n for n, kind in NEEDS.items() if kind not in default_plugins().registry.names("assertion")
+    }
 
 
 def test_every_broken_jsonl_line_is_reported(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import support.cli
 
 CORPUS = Path(__file__).parent / "bad_runs"
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -136,14 +137,7 @@ def project(tmp_path: Path, name: str) -> Path:
 
 
 def specrun(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SPECRUN, *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
+    return support.cli.run_cli(args, root, {**os.environ, **(env or {})})
 
 
 def test_corpus_folders_all_have_an_entry():

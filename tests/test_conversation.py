@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from support.llm_server import LLMServer
 
 from specrun import Response, ToolCall
@@ -362,10 +361,7 @@ def test_the_scripted_expense_example_passes_offline(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    specrun = str(Path(sys.executable).parent / "specrun")
-    proc = subprocess.run(
-        [specrun, "suites/", "-o", str(out)], cwd=repo, capture_output=True, text=True, env=env, timeout=120
-    )
+    proc = support.cli.run_cli(["suites/", "-o", str(out)], repo, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "result"}
     dynamic = results["expense-dynamic"]

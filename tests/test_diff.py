@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from markdown_it import MarkdownIt
 from test_reporters import case, result, write_report, write_stream
 
@@ -195,10 +195,7 @@ def test_cli_exit_codes_and_output_file(files, tmp_path, capsys):
 
 
 def _specrun(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from specrun.cli.main import main; main(sys.argv[1:])"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
-    )
+    return support.cli.run_cli(args, cwd)
 
 
 def test_diff_of_two_real_runs_of_the_example_suite(tmp_path):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from specrun_plugins.sources.generators import AgentsSource, ScriptsSource, case_list, split_spec, with_ids
 
 from specrun import Response
@@ -21,9 +21,6 @@ from specrun.model import Context, Message
 from specrun.plugins import get_plugin_manager
 from specrun.project import Project
 from specrun.services import Services
-
-SPECRUN = str(Path(sys.executable).parent / "specrun")
-
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -195,7 +192,7 @@ def root(tmp_path: Path) -> Path:
 
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run([SPECRUN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    return support.cli.run_cli(args, cwd, env)
 
 
 def test_generated_cases_run(root):

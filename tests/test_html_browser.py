@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 from support.chromium import HEADLESS_FLAGS, ChromiumUnavailable, find_chromium
+from support.missing import missing
 from test_reporters import multi_run_records, single_run_records, write_report, write_stream
 
 from specrun.plugins import get_plugin_manager
@@ -30,7 +31,7 @@ def chromium() -> str:
     try:
         return find_chromium()
     except ChromiumUnavailable as exc:
-        pytest.skip(f"headless Chromium unavailable: {exc}")
+        missing(f"headless Chromium unavailable: {exc}")
 
 
 @pytest.fixture(scope="module")

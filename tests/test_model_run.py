@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 from support.llm_server import LLMServer
-
-SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 
 def judge(body: dict) -> dict:
@@ -31,14 +29,7 @@ def server():
 
 def run(tmp_path: Path, server: LLMServer, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
-    return subprocess.run(
-        [SPECRUN, "suite.yaml", "-o", "out.jsonl", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(["suite.yaml", "-o", "out.jsonl", *args], tmp_path, env)
 
 
 def project(tmp_path: Path) -> None:

@@ -184,16 +184,13 @@ def test_pytest_xdist_runs_cases_in_workers(project):
     result.assert_outcomes(passed=1, failed=1, errors=1, skipped=1)
 
 
-def test_the_repos_own_run_collects_no_suite_files():
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+def test_the_repos_own_run_collects_no_suite_files(pytester, monkeypatch):
+    monkeypatch.chdir(REPO)
+    done = pytester.runpytest_inprocess(
+        "--collect-only", "-q", "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml")
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    items = [line for line in done.stdout.splitlines() if "::" in line]
+    assert done.ret == 0, "\n".join(done.outlines[-40:] + done.errlines[-40:])
+    items = [line for line in done.outlines if "::" in line]
     modules = {Path(line.split("::")[0]) for line in items}  # tests/test_*.py, tests/trust/test_*.py
     assert items and all(m.parts[0] == "tests" and m.name.startswith("test_") and m.suffix == ".py" for m in modules)
 

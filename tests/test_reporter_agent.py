@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-SPECRUN = str(Path(sys.executable).with_name("specrun"))
+import support.cli
 
 AGENTS = """
 import json
@@ -46,14 +44,7 @@ def project(tmp_path: Path) -> None:
 
 
 def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [SPECRUN, "app/suite.jsonl", *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=dict(os.environ),
-    )
+    return support.cli.run_cli(["app/suite.jsonl", *args], tmp_path)
 
 
 def test_reporter_agent_writes_the_output_file(tmp_path):

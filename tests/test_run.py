@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import support.cli
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -75,9 +76,9 @@ def make_project(tmp_path: Path, cases: list[dict], function: str = "echo", name
     return suite
 
 
-def run(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([SPECRUN, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return support.cli.run_cli(args, cwd, full_env)
 
 
 def records(path: Path) -> list[dict]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from specrun_plugins.simulators._reply import parse_reply
 from specrun_plugins.simulators.agent import AgentSimulator
 from specrun_plugins.simulators.llm import LlmSimulator, chat
@@ -23,8 +23,6 @@ from specrun.loader import Loader
 from specrun.model import Case, Checkpoint, Context, Location, Message, Usage
 from specrun.plugins import get_plugin_manager
 from specrun.services import Services
-
-SPECRUN = str(Path(sys.executable).parent / "specrun")
 
 
 def state(turn: int = 1, services: Any = None, conversation: list[Message] | None = None) -> SimulatorState:
@@ -258,7 +256,7 @@ def project(tmp_path: Path, suite: str) -> Path:
 
 def run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run([SPECRUN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    return support.cli.run_cli(args, cwd, env)
 
 
 SUITE = """

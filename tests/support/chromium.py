@@ -1,7 +1,8 @@
 """Find Debian's headless Chromium for browser tests, installing it once when missing.
 
 ``find_chromium()`` returns the path of the binary, or raises ``ChromiumUnavailable`` with the
-reason (not root, no apt-get, install failed) so that a test can skip with that reason.
+reason (not root, no apt-get, install failed): a test then skips, or fails in CI
+(``support.missing``).
 Installation is tried at most once per process: ``apt-get install -y chromium``, and when that
 fails, ``apt-get update`` and the install again.
 """

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from support.llm_server import LLMServer
 
 from specrun import hookimpl
@@ -26,12 +26,10 @@ from specrun.loader import Loader
 from specrun.plugins import get_plugin_manager
 from specrun.testing import Test
 
-SPECRUN = str(Path(sys.executable).with_name("specrun"))
-
 
 def run_cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-    return subprocess.run([SPECRUN, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    return support.cli.run_cli(args, cwd, env)
 
 
 def results(path: Path) -> dict[str, dict[str, Any]]:

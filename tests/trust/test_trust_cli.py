@@ -8,13 +8,13 @@ a paid one: it records every call in ``calls.log``, and the tests assert it was 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import support.cli
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -57,10 +57,8 @@ def project(root: Path, agent: str = "respond", cases: list[dict] = CASES) -> Pa
     return root
 
 
-def specrun(root: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [SPECRUN, *args], cwd=root, capture_output=True, text=True, timeout=timeout, env=dict(os.environ)
-    )
+def specrun(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return support.cli.run_cli(args, root)
 
 
 def calls(root: Path) -> list[str]:
@@ -161,7 +159,7 @@ def test_two_runs_on_the_same_output_never_interleave(tmp_path: Path) -> None:
         while not (root / "first").exists():  # the first run is inside its first case
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
-        second = specrun(root, *args[1:], timeout=60)
+        second = specrun(root, *args[1:])
         assert second.returncode == 2, second.stdout + second.stderr
         assert "-o shared.jsonl: another specrun run is writing it" in second.stderr
     finally:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import support.cli
 from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
 from specrun_plugins.assertions.match import Match
 from specrun_plugins.simulators.llm import LlmSimulator
@@ -350,8 +351,7 @@ def test_the_case_of_a_runaway_tool_loop_shows_its_calls_and_cost(tmp_path):
     )
     with LLMServer(responder=lambda body: {"tool_calls": [{"name": "lookup", "arguments": {"q": "again"}}]}) as server:
         env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key"}
-        args = [SPECRUN, "suite.yaml", "-o", "out.jsonl"]
-        proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+        proc = support.cli.run_cli(["suite.yaml", "-o", "out.jsonl"], tmp_path, env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     for result in (r for r in records if r["type"] == "result"):  # a static case and a dynamic one

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import support.cli
 from rich.console import Console
 
 from specrun import hookimpl
@@ -111,7 +112,12 @@ def _project(root: Path, cases: list[dict[str, Any]]) -> Path:
     return root
 
 
-def _specrun(root: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+def _specrun(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return support.cli.run_cli(args, root)
+
+
+def _process(root: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """A real ``specrun`` process, for what only a process has: its stdout descriptor, its limits."""
     return subprocess.run([SPECRUN, *args], cwd=root, capture_output=True, text=True, timeout=120, **kwargs)
 
 
@@ -214,7 +220,7 @@ def test_an_agent_that_closes_sys_stdout_silences_nothing(tmp_path):
     cases[3] = {"id": "closer", "input": "hi", "target": "python:bot:closer", "assertions": FINE}
     cases.append({"id": "bad", "input": "hi", "target": "python:bot:bad", "assertions": FINE})
     root = _project(tmp_path / "p", cases)
-    proc = _specrun(root, "suite.jsonl", "--parallel", "4", "-o", "r.jsonl")
+    proc = _process(root, "suite.jsonl", "--parallel", "4", "-o", "r.jsonl")
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "closed file" not in proc.stderr, proc.stderr
     assert len(_results(root / "r.jsonl")) == len(cases)
@@ -267,7 +273,7 @@ def test_a_stream_that_cannot_be_written_leaves_no_report_looking_green(tmp_path
     cases += [{"id": f"bad{i}", "input": "hi", "target": "python:bot:bad", "assertions": FINE} for i in range(3)]
     root = _project(tmp_path / "p", cases)
     outputs = ["-o", "r.jsonl", "-o", "r.json", "-o", "r.xml", "-o", "r.md", "-o", "r.html"]
-    proc = _specrun(root, "suite.jsonl", "-q", *outputs, preexec_fn=_file_size_limit)
+    proc = _process(root, "suite.jsonl", "-q", *outputs, preexec_fn=_file_size_limit)
     assert proc.returncode == 3, proc.stderr
     assert "jsonl reporter (r.jsonl) failed: OSError: [Errno 27] File too large" in proc.stderr
     assert "the reports say incomplete" in proc.stderr and "Traceback" not in proc.stderr
