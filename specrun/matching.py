@@ -168,8 +168,10 @@ def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshol
 
 
 def alternatives(expected: Any) -> list[str]:
-    """The acceptable answers as a list of texts: a bare string (or number) is one answer, never
-    a list of characters. ``TypeError`` for an answer that is not text, ``ValueError`` for none."""
+    """The acceptable answers as a list of texts.
+
+    A bare string (or number) is one answer, never a list of characters. ``TypeError`` for an
+    answer that is not text, ``ValueError`` for none."""
     if isinstance(expected, str) or not isinstance(expected, Sequence):
         items = [expected]
     else:
