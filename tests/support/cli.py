@@ -29,11 +29,18 @@ def _folders(*paths: str) -> tuple[str, ...]:
     return tuple(os.path.join(f, "") for p in paths for f in {os.path.abspath(p), os.path.realpath(p)})
 
 
+# Never project modules, even when a checkout lives under the temp folder (as CI's clone may):
+# specrun, the tests and every installed package.
+_OURS = _folders(str(Path(__file__).resolve().parents[2]), sys.prefix, sys.base_prefix)
+
+
 def _project_modules(folders: tuple[str, ...]) -> list[str]:
     """Modules imported from ``folders``: the agents and hooks of projects, which a new
     ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
     return [
-        name for name, module in list(sys.modules.items()) if str(getattr(module, "__file__", "")).startswith(folders)
+        name
+        for name, module in list(sys.modules.items())
+        if (file := str(getattr(module, "__file__", "") or "")).startswith(folders) and not file.startswith(_OURS)
     ]
 
 
