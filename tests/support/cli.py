@@ -30,8 +30,10 @@ def _folders(*paths: str) -> tuple[str, ...]:
 
 
 # Never project modules, even when a checkout lives under the temp folder (as CI's clone may):
-# specrun, the tests and every installed package.
-_OURS = _folders(str(Path(__file__).resolve().parents[2]), sys.prefix, sys.base_prefix)
+# specrun, its plugins and schemas, the tests and every installed package. (The example
+# projects under suites/ and examples/ are projects like any other.)
+_REPO = Path(__file__).resolve().parents[2]
+_OURS = _folders(*(str(_REPO / p) for p in ("specrun", "plugins", "schemas", "tests")), sys.prefix, sys.base_prefix)
 
 
 def _project_modules(folders: tuple[str, ...]) -> list[str]:
