@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from . import hookimpl
-from .display import terminal_text
+from .display import shorten, terminal_text
 from .model import format_duration, to_json
 from .redact import redact
 from .results import Result, RunInfo
@@ -44,9 +44,7 @@ def clean(text: Any, limit: int | None = None) -> str:
     cut to one line of ``limit`` characters."""
     value = terminal_text(redact(str(text)))
     if limit is not None:
-        value = " ".join(value.split())
-        if len(value) > limit:
-            value = value[: limit - 3] + "..."
+        value = shorten(" ".join(value.split()), limit, "...")
     return value
 
 

@@ -238,9 +238,11 @@ class CaseItem(pytest.Item):
 def _short(value: Any, limit: int = 500) -> str:
     import json
 
+    from .display import shorten
+
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = repr(text) if isinstance(value, str) else text
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(text, limit, "...")
 
 
 def describe(result: Any) -> str:

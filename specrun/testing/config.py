@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvaluationError, UsageError
+from ..llm import MODEL_ENV
 from ..matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
 ENV_PREFIX = "SPECRUN_TEST__"
-MODEL_ENV = "SPECRUN_MODEL"
 BUILTIN_EVALUATORS = ("default", "deepeval", "specrun")
 
 SCHEMA: dict[str, Any] = {
