@@ -132,23 +132,39 @@ def read_text(path: Path, display: str) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise DocumentError(Problem(display, 1, 1, f"cannot read file: {exc.strerror}")) from None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise DocumentError(Problem(display, 1, 1, "file is UTF-16 (byte-order mark found); save it as UTF-8"))
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]  # a UTF-8 byte-order mark is harmless: accepted and ignored
+    data = _without_bom(data, display)
     if b"\x00" in data:
         line = data[: data.index(b"\x00")].count(b"\n") + 1
-        raise DocumentError(Problem(display, line, 1, "binary file (NUL byte found): not a suite"))
+        raise DocumentError(_binary(display, line))
+    text = _decode(data, display)
+    if not text.strip():
+        raise DocumentError(_empty(display))
+    return text
+
+
+def _without_bom(data: bytes, display: str) -> bytes:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DocumentError(Problem(display, 1, 1, "file is UTF-16 (byte-order mark found); save it as UTF-8"))
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data  # a UTF-8 byte-order mark is harmless
+
+
+def _decode(data: bytes, display: str, first_line: int = 1) -> str:
+    """``data`` (the file, or its line ``first_line``) as text; not UTF-8 is a ``DocumentError``."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + first_line
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         message = f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded; save the file as UTF-8"
         raise DocumentError(Problem(display, line, col, message)) from None
-    if not text.strip():
-        raise DocumentError(Problem(display, 1, 1, "empty file: expected a list of cases or a mapping with 'cases'"))
-    return text
+
+
+def _binary(display: str, line: int) -> Problem:
+    return Problem(display, line, 1, "binary file (NUL byte found): not a suite")
+
+
+def _empty(display: str) -> Problem:
+    return Problem(display, 1, 1, "empty file: expected a list of cases or a mapping with 'cases'")
 
 
 def plain(node: Any) -> Any:
@@ -232,8 +248,13 @@ class Document:
     display: str
     kind: str  # "jsonl", "json" or "yaml"
     top: Record | None  # the whole document (None for JSONL)
-    cases: list[Record]
+    cases: list[Record]  # JSON and YAML: read whole; JSONL's are in ``lines``
     case_key: str | None  # "cases" when the document is a mapping holding them
+    lines: Iterator[Record] | None = None  # JSONL: each case read as it is reached
+
+    def records(self) -> Iterator[Record]:
+        """The case records, in file order (a JSONL file's once: they are read as they come)."""
+        return self.lines if self.lines is not None else iter(self.cases)
 
 
 def _syntax(display: str, line: int, col: int, what: str, msg: str) -> DocumentError:
@@ -333,47 +354,71 @@ def _past_limit(text: str) -> PastLimit:
 
 
 def parse(path: Path, display: str) -> Document:
-    """Parse a suite file into records; syntax errors are a ``DocumentError`` with the position."""
+    """Parse a suite file into records; syntax errors are a ``DocumentError`` with the position.
+
+    A JSONL file is read as its records are iterated (``Document.records``), one line at a
+    time, so that a file of any size is never held whole: a mistake in it is raised when the
+    iteration reaches it (every broken line at the end, together).
+    """
+    if path.suffix.lower() == ".jsonl":
+        return _parse_jsonl(path, display)
     text = read_text(path, display)
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return _parse_jsonl(path, display, text)
-    if suffix == ".json":
+    if path.suffix.lower() == ".json":
         return _parse_json(path, display, text)
     return _parse_yaml(path, display, text)
 
 
-def jsonl_lines(text: str) -> list[str]:
-    r"""The lines of a JSONL text: split at ``\n`` only (a ``\r`` before it is JSON whitespace).
+def _parse_jsonl(path: Path, display: str) -> Document:
+    """The file checked for what makes it no text at all (a UTF-16 or binary file) first, as
+    ``read_text`` does; its lines are read when the records are iterated."""
+    try:
+        with path.open("rb") as file:
+            _without_bom(file.read(3), display)
+            file.seek(0)
+            line, chunk = 1, file.read(CHUNK)
+            while chunk:
+                if b"\x00" in chunk:
+                    raise DocumentError(_binary(display, line + chunk[: chunk.index(b"\x00")].count(b"\n")))
+                line += chunk.count(b"\n")
+                chunk = file.read(CHUNK)
+    except OSError as exc:
+        raise DocumentError(Problem(display, 1, 1, f"cannot read file: {exc.strerror}")) from None
+    return Document(path, display, "jsonl", None, [], None, _jsonl_records(path, display))
 
-    Not ``str.splitlines``, which also splits at U+2028, U+0085, ``\f`` and more: characters a
-    JSON string may hold as they are.
-    """
-    return text.split("\n")
+
+CHUNK = 1 << 20
 
 
-def _parse_jsonl(path: Path, display: str, text: str) -> Document:
-    cases = []
+def _jsonl_records(path: Path, display: str) -> Iterator[Record]:
+    r"""The records of a JSONL file, line by line. Lines are split at ``\n`` only (a ``\r``
+    before it is JSON whitespace): not as ``str.splitlines``, which also splits at U+2028,
+    U+0085, ``\f`` and more, characters a JSON string may hold as they are."""
     broken = []  # every broken line is reported, not just the first: lines are independent
-    for number, line in enumerate(jsonl_lines(text), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("//"):
-            continue
-        try:
-            data = _load_json(line)
-        except json.JSONDecodeError as exc:
-            broken.append(_syntax(display, number, exc.colno, "JSON", exc.msg).problem)
-            continue
-        except PastLimit as exc:
-            broken.append(Problem(display, number, exc.column + 1, str(exc)))
-            continue
-        column = len(line) - len(line.lstrip()) + 1
-        cases.append(Record(data, number, column, segment=stripped))
+    found = written = False
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, start=1):
+            data = raw[:-1] if raw.endswith(b"\n") else raw
+            line = _decode(_without_bom(data, display) if number == 1 else data, display, number)
+            stripped = line.strip()
+            written = written or bool(stripped)
+            if not stripped or stripped.startswith("//"):
+                continue
+            try:
+                value = _load_json(line)
+            except json.JSONDecodeError as exc:
+                broken.append(_syntax(display, number, exc.colno, "JSON", exc.msg).problem)
+                continue
+            except PastLimit as exc:
+                broken.append(Problem(display, number, exc.column + 1, str(exc)))
+                continue
+            found = True
+            yield Record(value, number, len(line) - len(line.lstrip()) + 1, segment=stripped)
+    if not written:
+        raise DocumentError(_empty(display))
     if broken:
         raise DocumentError(*broken)
-    if not cases:
+    if not found:
         raise DocumentError(Problem(display, 1, 1, "no cases: every line is blank or a // comment"))
-    return Document(path, display, "jsonl", None, cases, None)
 
 
 def _parse_json(path: Path, display: str, text: str) -> Document:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import gc
 import mimetypes
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import jsonschema_rs
 
@@ -26,7 +26,7 @@ from .case_rules import (
 )
 from .discovery import find_suite_files
 from .documents import Document, DocumentError, Record, parse
-from .errors import Problem, SuiteError
+from .errors import Problem, SpecrunError, SuiteError
 from .kinds import AssertionType
 from .model import (
     MISSING,
@@ -58,10 +58,12 @@ class Loader:
     # -- public --------------------------------------------------------------------------------
 
     def load(self, paths: Iterable[Path]) -> list[Suite]:
-        """Load suite files (directories searched recursively); raise one ``SuiteError`` for all.
+        """Validate suite files (directories searched recursively); raise one ``SuiteError`` for all.
 
         A file is read once per loader, however often it is named or reached (a folder and a
-        file in it, a symbolic link): the same cases are never run or counted twice.
+        file in it, a symbolic link): the same cases are never run or counted twice. Its cases
+        are not kept: its suite's ``cases`` read them from the file again as they are iterated
+        (see ``FileCases``), so that memory does not grow with the suite.
         """
         suites, problems = [], []
         # Loading makes many long-lived objects and little garbage: the cyclic collector would only
@@ -89,14 +91,18 @@ class Loader:
         return suites
 
     def load_file(self, path: Path) -> tuple[Suite | None, list[Problem]]:
-        """One suite file: the suite, or the problems in it."""
+        """One suite file, validated: the suite (its cases read again as they are iterated), or
+        the problems in it."""
         display = display_path(path)
+        suite = Suite(path=path.resolve())
         try:
+            stamp = _stamp(path)
             doc = parse(path, display)
+            problems, count, first = self._check(doc, suite, generated=False)
         except DocumentError as exc:
             return None, exc.problems
-        suite, problems = self._build(doc, Suite(path=path.resolve()), generated=False)
-        first = doc.top if doc.top is not None else (doc.cases[0] if doc.cases else None)
+        except OSError as exc:
+            return None, [Problem(display, 1, 1, f"cannot read file: {exc.strerror}")]
         if problems and first is not None and isinstance(first.data, dict) and "specrun_report" in first.data:
             # A report with a name a folder search loads (output-* ones are passed over): say
             # that, not the dozens of schema errors a report makes as a suite.
@@ -109,22 +115,30 @@ class Loader:
                     " (folder searches skip those), or move it out of the suite folder",
                 )
             ]
-        return suite, problems
+        if problems:
+            return None, problems
+        suite.cases = FileCases(self, suite, display, count, stamp)
+        return suite, []
 
     def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
         """Cases produced by a source (a generator agent, a script); validated like a file's."""
         # A generated case has no source text: its "line" is its number in the batch.
         records = [Record(c, i + 1, 1) for i, c in enumerate(cases)]
         doc = Document(base_dir / origin, origin, "data", None, records, None)
-        built, problems = self._build(doc, Suite(base_dir / origin, name=origin, generated=generated), generated)
+        suite = Suite(base_dir / origin, name=origin, generated=generated)
+        problems, _, _ = self._check(doc, suite, generated)
         if problems:
             raise SuiteError(problems)
-        assert built is not None
-        return built
+        suite.cases = list(self.cases(doc, suite))
+        return suite
 
     # -- validation ----------------------------------------------------------------------------
 
-    def _build(self, doc: Document, suite: Suite, generated: bool) -> tuple[Suite | None, list[Problem]]:
+    def _check(self, doc: Document, suite: Suite, generated: bool) -> tuple[list[Problem], int, Record | None]:
+        """Every problem in ``doc`` (sorted by position), how many cases it holds, and its first
+        record (the whole document for JSON and YAML). Each case record is checked as
+        it is read and then dropped: what is kept of it is its id (duplicates are found) and,
+        for the first one, where it is."""
         problems: list[Problem] = []
         bad_cases: set[int] = set()
 
@@ -133,6 +147,7 @@ class Loader:
             problems.append(Problem(doc.display, line, col, message, pointer(prefix + path)))
 
         bad_defaults = False
+        first = doc.top
         if doc.top is not None:
             offset = [doc.case_key] if doc.case_key else []
             root = ["cases"] if isinstance(doc.top.data, list) else []
@@ -146,29 +161,26 @@ class Loader:
                     else:
                         report(doc.top, [], path, message, at_key)
             if problems and not doc.cases:
-                return None, problems
-        else:
-            for i, record in enumerate(doc.cases):
-                for error in self._case.iter_errors(record.data):
-                    bad_cases.add(i)
-                    described = describe_schema_error(error, self.schema, record.data, whole="the case")
-                    for path, message, at_key in described:
-                        report(record, ["cases", i], path, message, at_key)
+                return problems, 0, first
 
-        defaults: dict[str, Any] = {}
-        if doc.top is not None and isinstance(doc.top.data, dict):
-            suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
-            suite.target = doc.top.data.get("target")
-            defaults = doc.top.data.get("defaults") or {}
-            if generated:
-                defaults = {}
+        defaults = self._defaults(doc, suite, generated)
         if defaults and isinstance(defaults, dict) and not bad_defaults and doc.top is not None:
             for path, message in self._case_problems(defaults, suite.base_dir, generated):
                 report(doc.top, [], ["defaults", *path], message)
         seen: dict[str, int] = {}
         inherited_unread: set[str] = set()
         base_dir = suite.base_dir
-        for i, record in enumerate(doc.cases):
+        count = 0
+        for i, record in enumerate(doc.records()):
+            count += 1
+            if first is None:
+                first = record
+            if doc.top is None:  # JSONL or case data: each case checked on its own, as it is read
+                for error in self._case.iter_errors(record.data):
+                    bad_cases.add(i)
+                    described = describe_schema_error(error, self.schema, record.data, whole="the case")
+                    for path, message, at_key in described:
+                        report(record, ["cases", i], path, message, at_key)
             if not isinstance(record.data, dict):
                 continue
             prefix = ["cases", i]
@@ -191,10 +203,31 @@ class Loader:
                         report(doc.top, [], ["defaults", *path], message)
             for path, message in found:
                 report(record, prefix, path, message)
-            if not found and not problems:
-                suite.cases.append(self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite))
         problems.sort(key=lambda p: (p.line, p.column))
-        return (None if problems else suite), problems
+        return problems, count, first
+
+    @staticmethod
+    def _defaults(doc: Document, suite: Suite, generated: bool) -> dict[str, Any]:
+        """The suite's ``defaults`` (its name and target set on ``suite``); none for generated cases."""
+        if doc.top is None or not isinstance(doc.top.data, dict):
+            return {}
+        suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
+        suite.target = doc.top.data.get("target")
+        return {} if generated else doc.top.data.get("defaults") or {}
+
+    def cases(self, doc: Document, suite: Suite, wanted: Iterator[int] | None = None) -> Iterator[Case]:
+        """The cases of a checked ``doc``, built as they are read; with ``wanted`` (increasing
+        case numbers, from 0), only those."""
+        defaults = self._defaults(doc, suite, suite.generated)
+        want = next(wanted, None) if wanted is not None else None
+        for i, record in enumerate(doc.records()):
+            if wanted is not None:
+                if want is None:
+                    return
+                if i != want:
+                    continue
+                want = next(wanted, None)
+            yield self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite)
 
     def _case_problems(self, case: dict[str, Any], base_dir: Path, generated: bool) -> Iterator[tuple[list[Any], str]]:
         if "assertions" in case and "assert" in case:
@@ -269,6 +302,53 @@ class Loader:
             target=data.get("target"),
             raw=data if suite.generated else {},
         )
+
+
+class FileCases(Sequence[Case]):
+    """The cases of a validated suite file, read from the file again each time they are iterated.
+
+    Never kept: a suite of any size costs the memory of the case at hand (and of a JSON or YAML
+    file's parsed text while it is read), not of all of them. The file must not change once
+    validated; if it did, reading it is an error, not cases that were never checked.
+    """
+
+    def __init__(self, loader: Loader, suite: Suite, display: str, count: int, stamp: tuple[int, int]):
+        self._loader, self._suite, self._display = loader, suite, display
+        self._count, self._stamp = count, stamp
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Case]:
+        return self.read(iter(range(self._count)))
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Case]: ...
+    def __getitem__(self, index: int | slice) -> Case | list[Case]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return next(self.read(iter([index % self._count])))
+
+    def read(self, wanted: Iterator[int]) -> Iterator[Case]:
+        """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached."""
+        path = self._suite.path
+        try:
+            unchanged = _stamp(path) == self._stamp
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            raise SpecrunError(f"{self._display} changed after it was validated: run again to use the new version")
+        yield from self._loader.cases(parse(path, self._display), self._suite, wanted)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """What tells that a file changed: its size and modification time."""
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -327,7 +328,7 @@ class Suite:
     """A file (or generated batch) of cases, with its default target."""
 
     path: Path
-    cases: list[Case] = field(default_factory=list)
+    cases: Sequence[Case] = field(default_factory=list)  # a suite file's are read from it as iterated
     name: str | None = None
     target: str | dict[str, Any] | None = None
     generated: bool = False  # made by a model or script: data only, and what --save writes

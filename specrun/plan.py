@@ -1,15 +1,20 @@
 """From inputs to jobs: load every source, pick each case's agent, filter, repeat for ``--runs``.
 
 All mistakes (in suites, agent files, agent configs) are found here, before anything runs.
+The plan keeps a compact entry per selected case (``Selection``), never the case itself: a
+suite file's cases are read from it again when the run reaches them (``Plan.cases``), so
+memory does not grow with the suite.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .case_hooks import check_case_hooks
 from .documents import load_mapping
@@ -24,24 +29,167 @@ from .runner import Job
 from .services import case_needs_model
 
 
+class CaseRef(NamedTuple):
+    """A selected case as the plan keeps it: enough to pick or order cases by, and to find the
+    case again (case ``number`` of the plan's suite ``suite``)."""
+
+    id: str
+    name: str | None
+    file: str  # as results have it (``file`` in the stream)
+    line: int
+    suite: int
+    number: int
+    model: bool = False  # the case calls a model (a judge, an LLM simulator, a model-backed target)
+
+
+class Selection:
+    """The plan's ``(CaseRef, Agent)`` pairs, in run order, stored as columns (a few bytes and
+    the id per case). ``select(indices)`` makes a new one: a step that drops or reorders cases
+    (``--lf``, ``--ff``, ``--shard``) picks indices and stays as compact."""
+
+    def __init__(self, suites: list[Suite]):
+        self.suites = suites
+        self.agents: list[Agent] = []
+        self._agent_index: dict[int, int] = {}
+        self._files: dict[int, str] = {}  # suite -> its cases' file
+        self._ids: list[str] = []
+        self._names: list[str | None] = []
+        self._lines = array("L")
+        self._suite = array("L")
+        self._number = array("L")
+        self._agent = array("L")
+        self._model = bytearray()  # 1 when the case calls a model (see Plan.needs_model)
+
+    def add(self, ref: CaseRef, agent: Agent) -> None:
+        self._files.setdefault(ref.suite, ref.file)
+        index = self._agent_index.get(id(agent))
+        if index is None:
+            index = self._agent_index[id(agent)] = len(self.agents)
+            self.agents.append(agent)
+        self._ids.append(ref.id)
+        self._names.append(ref.name)
+        self._lines.append(ref.line)
+        self._suite.append(ref.suite)
+        self._number.append(ref.number)
+        self._agent.append(index)
+        self._model.append(ref.model)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+    def __getitem__(self, i: int) -> tuple[CaseRef, Agent]:
+        n, model = self._suite[i], bool(self._model[i])
+        ref = CaseRef(self._ids[i], self._names[i], self._files[n], self._lines[i], n, self._number[i], model)
+        return ref, self.agents[self._agent[i]]
+
+    def __iter__(self) -> Iterator[tuple[CaseRef, Agent]]:
+        return (self[i] for i in range(len(self)))
+
+    def select(self, indices: Iterable[int]) -> Selection:
+        """The entries at ``indices``, in that order."""
+        return Selection.of(self.suites, (self[i] for i in indices))
+
+    @classmethod
+    def of(cls, suites: list[Suite], pairs: Iterable[tuple[CaseRef, Agent]]) -> Selection:
+        """A selection of ``(CaseRef, Agent)`` pairs (a list a step built, say)."""
+        made = cls(suites)
+        for ref, agent in pairs:
+            made.add(ref, agent)
+        return made
+
+    def used_agents(self) -> list[Agent]:
+        """The agents of the selected cases."""
+        return [self.agents[i] for i in sorted(set(self._agent))]
+
+    def needs_model(self) -> bool:
+        return any(self._model)
+
+    def runs_of(self) -> Iterator[tuple[int, int]]:
+        """``(start, end)`` of each stretch of entries of one suite in file order: one read each."""
+        start, n = 0, len(self)
+        while start < n:
+            end = start + 1
+            while end < n and self._suite[end] == self._suite[start] and self._number[end] > self._number[end - 1]:
+                end += 1
+            yield start, end
+            start = end
+
+
 @dataclass
 class Plan:
-    """What a run will do."""
+    """What a run will do: the suites, and the cases selected from them with their agents."""
 
     suites: list[Suite]
-    pairs: list[tuple[Case, Agent]] = field(default_factory=list)
+    _pairs: Selection | None = field(default=None, repr=False)
 
-    def jobs(self, runs: int) -> list[Job]:
-        return [Job(case, agent, run) for run in range(1, runs + 1) for case, agent in self.pairs]
+    @property
+    def pairs(self) -> Selection:
+        """The selected cases with their agents, in run order (see ``Selection``). A list of
+        ``(CaseRef, Agent)`` pairs may be assigned too."""
+        if self._pairs is None:
+            self._pairs = Selection(self.suites)
+        return self._pairs
+
+    @pairs.setter
+    def pairs(self, value: Iterable[tuple[CaseRef, Agent]]) -> None:
+        self._pairs = value if isinstance(value, Selection) else Selection.of(self.suites, value)
+
+    def cases(self) -> Iterator[tuple[Case, Agent]]:
+        """Each selected case with its agent, in run order; a suite file's are read from it as
+        they are reached (once per stretch of the file taken in order)."""
+        sel = self.pairs
+        for start, end in sel.runs_of():
+            suite = self.suites[sel._suite[start]]
+            numbers = (sel._number[i] for i in range(start, end))
+            read = getattr(suite.cases, "read", None)
+            found = read(numbers) if read is not None else (suite.cases[n] for n in numbers)
+            for i, case in zip(range(start, end), found, strict=False):
+                yield case, sel.agents[sel._agent[i]]
+
+    def jobs(self, runs: int) -> Jobs:
+        return Jobs(self, runs)
 
     @property
     def agent_ids(self) -> list[str]:
-        return sorted({agent.id for _, agent in self.pairs})
+        return sorted({agent.id for agent in self.pairs.used_agents()})
 
-    def needs_model(self, registry: Any, config: dict[str, Any]) -> bool:
-        """True when a judge, an LLM simulator or a model-backed target will be called
-        (``config``: the project's ``specrun.yaml``)."""
-        return any(case_needs_model(case, agent, registry, config) for case, agent in self.pairs)
+    def needs_model(self, registry: Any = None, config: dict[str, Any] | None = None) -> bool:
+        """True when a judge, an LLM simulator or a model-backed target will be called (known
+        per case when it was planned)."""
+        return self.pairs.needs_model()
+
+
+@dataclass
+class Jobs:
+    """A plan's jobs, made as workers take them: each case read once and run ``runs`` times
+    in a row, so that a case's runs are done together and nothing waits on the whole suite."""
+
+    plan: Plan
+    runs: int = 1
+
+    def __len__(self) -> int:
+        return len(self.plan.pairs) * self.runs
+
+    def __iter__(self) -> Iterator[Job]:
+        for case, agent in self.plan.cases():
+            for run in range(1, self.runs + 1):
+                yield Job(case, agent, run)
+
+    def cases(self) -> Iterator[Case]:
+        return (case for case, _ in self.plan.cases())
+
+    @property
+    def agents(self) -> list[Agent]:
+        return self.plan.pairs.used_agents()
+
+    @property
+    def folders(self) -> list[Path]:
+        """The folders of the suites that have selected cases (where global hooks are looked for)."""
+        sel = self.plan.pairs
+        return [self.plan.suites[n].base_dir for n in sorted({sel._suite[start] for start, _ in sel.runs_of()})]
 
 
 def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:
@@ -88,8 +236,9 @@ def build_plan(
     except PatternError as exc:
         raise UsageError(f"--run: {exc}") from None
     plan = Plan(suites)
+    registry, config = plugins.registry, project.config
     missing: list[str] = []
-    for suite in suites:
+    for number, suite in enumerate(suites):
         suite_agent: Agent | None = None
         if name:
             try:
@@ -105,7 +254,7 @@ def build_plan(
                 raise _located(exc, suite, None) from None
         else:
             suite_agent = project.nearest_agent(suite.path)
-        for case in suite.cases:
+        for i, case in enumerate(suite.cases):
             if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
                 continue
             agent = suite_agent
@@ -128,7 +277,8 @@ def build_plan(
                 if name or agent.path is not None:
                     raise
                 raise _located(exc, suite, case if own else None) from None
-            plan.pairs.append((case, agent))
+            model = case_needs_model(case, agent, registry, config)
+            plan.pairs.add(CaseRef(case.id, case.name, case.location.file, case.location.line, number, i, model), agent)
     if missing:
         raise UsageError(
             "no agent to test for "

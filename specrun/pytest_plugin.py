@@ -180,7 +180,7 @@ class SuiteFile(pytest.File):
             and plan.needs_model(state.plugins.registry, session.project.config)
         ):
             session.models.preload()
-        for case, agent in plan.pairs:
+        for case, agent in plan.cases():
             yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, run_session=session)
 
 

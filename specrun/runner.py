@@ -24,7 +24,8 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
@@ -86,6 +87,23 @@ class Job:
     run: int = 1
 
 
+class Jobs(Protocol):
+    """The jobs of a run (``Plan.jobs``), made as the workers take them."""
+
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Job]: ...
+    def cases(self) -> Iterator[Case]:
+        """Each case once."""
+        ...
+
+    @property
+    def agents(self) -> list[Agent]: ...
+    @property
+    def folders(self) -> list[Path]:
+        """The folders of the suites the cases are in."""
+        ...
+
+
 class Runner:
     """Runs jobs with ``options.parallel`` workers; see the module docstring."""
 
@@ -94,7 +112,7 @@ class Runner:
         self.plugins = plugins
         self.options = options
         self.models = models
-        self.aggregator = Aggregator(options.min_pass_rate, options.runs)
+        self.aggregator = Aggregator(options.min_pass_rate, options.runs, keep=False)
         self.done = 0
         self.interrupted: str | None = None
         self._stop: str | None = None
@@ -109,7 +127,7 @@ class Runner:
     # -- the run --------------------------------------------------------------------------------
 
     async def run(
-        self, jobs: list[Job], info: RunInfo, run_plugins: list[object], stream: ResultStream
+        self, jobs: Jobs, info: RunInfo, run_plugins: list[object], stream: ResultStream
     ) -> dict[str, Any]:
         """Run every job, with ``run_plugins`` (the console, ``stream``, the reporters) on the
         lifecycle hooks for this run; return the summary. Every consumer is finished even when
@@ -140,14 +158,15 @@ class Runner:
             raise ReportError("; ".join(lifecycle.broken.values()) + f"; {kept}")
         return summary
 
-    async def _run_jobs(self, jobs: list[Job]) -> None:
-        """BeforeAll, the cases, AfterAll."""
+    async def _run_jobs(self, jobs: Jobs) -> None:
+        """BeforeAll, the cases, AfterAll. A suite file that cannot be read again once the cases
+        started (it changed) stops the run with its error, after AfterAll."""
         opts = self.options
-        dirs, agents = self.hook_dirs(jobs), [j.agent for j in jobs]
+        dirs, agents = self.hook_dirs(jobs), jobs.agents
         ctx = self._global_context()
         before_all_data = None
         if opts.before_all:
-            cases = [j.case for j in jobs]
+            cases = list(jobs.cases())  # what the hook is given: every case, held for it
             # A task of its own, so that a signal cancels it as it cancels the cases.
             before_all = asyncio.ensure_future(
                 self._hook("BeforeAll", opts.before_all, dirs, agents, opts.timeout, ctx, cases)
@@ -161,13 +180,16 @@ class Runner:
                 if not self.interrupted:
                     raise
         await self._start_workers(iter(jobs), max(1, min(opts.parallel, len(jobs))))
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
         self._report_queued()
         if opts.after_all:
             with contextlib.suppress(_HookFailed):
                 await self._hook(
                     "AfterAll", opts.after_all, dirs, agents, opts.timeout, ctx, self._finished, before_all_data
                 )
+        for outcome in outcomes:
+            if isinstance(outcome, SpecrunError):
+                raise outcome
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled: list[int] = []
@@ -226,6 +248,11 @@ class Runner:
             self._report(result)
             if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
                 self._stop_others("--fail-fast")
+            if len(self._unreported) > self.options.parallel:
+                # More results than workers wait: cases finish without the loop turning (an agent
+                # that answers at once). Let it turn, or the results and the loop's cancelled
+                # timers (a case timeout each) pile up in memory until the run ends.
+                await asyncio.sleep(0)
 
     def _stop_others(self, reason: str) -> None:
         self._stop = reason
@@ -259,10 +286,9 @@ class Runner:
             extra=dict(self.options.extra_context),
         )
 
-    def hook_dirs(self, jobs: list[Job]) -> list[Any]:
+    def hook_dirs(self, jobs: Jobs) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
-        suites = [j.case.suite.base_dir for j in jobs if j.case.suite is not None]
-        return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
+        return list(dict.fromkeys([*jobs.folders, self.project.root, *(d for a in jobs.agents for d in a.hook_dirs)]))
 
     def services(self, run: int) -> Services:
         return Services(models=self.models, run=run, agent_caller=self.call_agent, config=self.project.config)

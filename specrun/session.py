@@ -135,8 +135,9 @@ class RunSession:
         )
         if not plan.pairs:
             raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
-        if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
-            kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
+        agents = plan.pairs.used_agents()
+        if req.connector and not any(self.project.takes_model(agent) for agent in agents):
+            kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for a in agents}))
             raise UsageError(
                 f"-c {req.connector}: no agent in this run has a model to replace (-c sets the model of"
                 f" model-backed targets such as litellm; the agents here: {kinds})"
@@ -147,7 +148,7 @@ class RunSession:
                 from .case_hooks import load_hook
 
                 try:
-                    load_hook(kind, ref, self.runner.hook_dirs(jobs), [agent for _, agent in plan.pairs])
+                    load_hook(kind, ref, self.runner.hook_dirs(jobs), agents)
                 except UsageError as exc:
                     raise UsageError(f"{flag}: {exc}") from None
         self._plan = plan

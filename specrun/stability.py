@@ -262,13 +262,17 @@ class Aggregator:
     """Statistics of a run, fed one ``result`` record at a time.
 
     ``min_pass_rate`` is the run's gate (``--min-pass-rate``); a case's own ``min_pass_rate``
-    takes precedence. ``runs`` is the configured runs per case (inferred when None).
+    takes precedence. ``runs`` is the configured runs per case (inferred when None). With
+    ``keep=False`` (the runner's, which needs only the summary) a case whose ``runs`` are all
+    in is added to the run's totals and dropped: memory does not grow with the run.
     """
 
-    def __init__(self, min_pass_rate: float | None = None, runs: int | None = None):
+    def __init__(self, min_pass_rate: float | None = None, runs: int | None = None, keep: bool = True):
         self.min_pass_rate = min_pass_rate
         self.runs = runs
+        self.keep = keep or not runs
         self._cases: dict[tuple[str, str], CaseStats] = {}
+        self._done = _Totals()  # the cases dropped
         self._max_runs = 0
 
     def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
@@ -279,6 +283,8 @@ class Aggregator:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
         stats.add(record, offset)
         self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
+        if not self.keep and stats.runs + stats.skipped >= (self.runs or 0):
+            self._done.add(self._cases.pop(key))
         return stats
 
     def set_gate(self, min_pass_rate: float | None) -> None:
@@ -300,57 +306,68 @@ class Aggregator:
 
     def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
         """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
-        verdicts: Counter[str] = Counter()
-        passed = failed = errors = skipped = 0
-        stable = unstable = all_passed = any_passed = 0
-        usage_seen = False
-        usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
-        total_ms = 0.0
+        t = self._done.copy()
         for c in self._cases.values():
-            verdicts[c.status] += 1
-            passed += c.passed
-            failed += c.failed
-            errors += c.errors
-            skipped += c.skipped
-            total_ms += c.total_ms
-            if c.runs:
-                stable += c.stable
-                unstable += not c.stable
-                all_passed += c.passed == c.runs
-                any_passed += c.passed > 0
-            if c.has_usage:
-                usage_seen = True
-                for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-                    usage[k] += getattr(c, k)
-                if c.cost is not None:
-                    usage["cost"] = (usage["cost"] or 0.0) + c.cost
-        measured = stable + unstable
-        executed = passed + failed + errors
+            t.add(c)
+        measured = t.stable + t.unstable
+        executed = t.passed + t.failed + t.errors
         data: dict[str, Any] = {
-            "total": len(self._cases),
-            "passed": verdicts["passed"],
-            "failed": verdicts["failed"],
-            "errors": verdicts["error"],
-            "skipped": verdicts["skipped"],
-            "total_cases": len(self._cases),
-            "total_runs": executed + skipped,
+            "total": t.cases,
+            "passed": t.verdicts["passed"],
+            "failed": t.verdicts["failed"],
+            "errors": t.verdicts["error"],
+            "skipped": t.verdicts["skipped"],
+            "total_cases": t.cases,
+            "total_runs": executed + t.skipped,
             "runs_per_case": self.runs_per_case,
-            "runs_passed": passed,
-            "runs_failed": failed,
-            "runs_errors": errors,
-            "runs_skipped": skipped,
-            "overall_pass_rate": _pct(passed, executed),
-            "stable_cases": stable,
-            "unstable_cases": unstable,
-            "pass_hat_k": _pct(all_passed, measured),
-            "pass_at_k": _pct(any_passed, measured),
+            "runs_passed": t.passed,
+            "runs_failed": t.failed,
+            "runs_errors": t.errors,
+            "runs_skipped": t.skipped,
+            "overall_pass_rate": _pct(t.passed, executed),
+            "stable_cases": t.stable,
+            "unstable_cases": t.unstable,
+            "pass_hat_k": _pct(t.all_passed, measured),
+            "pass_at_k": _pct(t.any_passed, measured),
             "min_pass_rate": self.min_pass_rate,
-            "duration_ms": round(total_ms if duration_ms is None else duration_ms, 1),
+            "duration_ms": round(t.total_ms if duration_ms is None else duration_ms, 1),
             "interrupted": interrupted,
         }
-        if usage_seen:
-            data["usage"] = usage
+        if t.usage_seen:
+            data["usage"] = t.usage
         return data
+
+
+class _Totals:
+    """What the summary adds up over cases."""
+
+    def __init__(self) -> None:
+        self.verdicts: Counter[str] = Counter()
+        self.cases = self.passed = self.failed = self.errors = self.skipped = 0
+        self.stable = self.unstable = self.all_passed = self.any_passed = 0
+        self.total_ms = 0.0
+        self.usage_seen = False
+        self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
+
+    def copy(self) -> _Totals:
+        made = _Totals()
+        made.__dict__.update(self.__dict__, verdicts=Counter(self.verdicts), usage=dict(self.usage))
+        return made
+
+    def add(self, c: CaseStats) -> None:
+        self.cases += 1
+        self.verdicts[c.status] += 1
+        for k in ("passed", "failed", "errors", "skipped", "total_ms"):
+            setattr(self, k, getattr(self, k) + getattr(c, k))
+        if c.runs:
+            self.stable += c.stable
+            self.unstable += not c.stable
+            self.all_passed += c.passed == c.runs
+            self.any_passed += c.passed > 0
+        if c.has_usage:
+            self.usage_seen = True
+            for k, v in c.usage().items():
+                self.usage[k] = v if self.usage[k] is None else self.usage[k] + (v or 0)
 
 
 def case_stats(records: Iterable[dict[str, Any]], min_pass_rate: float | None = None) -> dict[str, Any]:

@@ -195,7 +195,7 @@ def _print_direct(stream: Path) -> None:
 def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
     from ..console import clean
 
-    for case, agent in plan.pairs:
+    for case, agent in plan.cases():  # read as they are shown: a large suite is never held
         if case.dynamic:
             simulator = case.simulator or {}
             who = simulator.get("use") or simulator.get("type", "--simulator")
