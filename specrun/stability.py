@@ -9,6 +9,7 @@ the size of the run. Definitions are in ``docs/reports.md``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -306,7 +307,7 @@ class Aggregator:
 
     def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
         """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
-        t = self._done.copy()
+        t = copy.deepcopy(self._done)
         for c in self._cases.values():
             t.add(c)
         measured = t.stable + t.unstable
@@ -349,16 +350,14 @@ class _Totals:
         self.usage_seen = False
         self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
 
-    def copy(self) -> _Totals:
-        made = _Totals()
-        made.__dict__.update(self.__dict__, verdicts=Counter(self.verdicts), usage=dict(self.usage))
-        return made
-
     def add(self, c: CaseStats) -> None:
         self.cases += 1
         self.verdicts[c.status] += 1
-        for k in ("passed", "failed", "errors", "skipped", "total_ms"):
-            setattr(self, k, getattr(self, k) + getattr(c, k))
+        self.passed += c.passed
+        self.failed += c.failed
+        self.errors += c.errors
+        self.skipped += c.skipped
+        self.total_ms += c.total_ms
         if c.runs:
             self.stable += c.stable
             self.unstable += not c.stable
