@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import UsageError
 from .model import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
+from .problems import did_you_mean
 from .registry import Registry
 
 
@@ -143,3 +144,66 @@ def generated_problems(
     if case.get("min_pass_rate", gate) < gate:
         lowered = f"{case['min_pass_rate']:g}%, below the run's {gate:g}%"
         yield ["min_pass_rate"], f"{who} may not lower its pass-rate gate to {lowered}: {tighten}"
+
+
+def checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
+    """Checkpoint ids unique, each ``after`` naming one of them, and no cycle among them."""
+    if not checkpoints:
+        return
+    ids: dict[str, int] = {}
+    for i, c in enumerate(checkpoints):
+        if c["id"] in ids:
+            yield ["checkpoints", i, "id"], f"duplicate checkpoint id {c['id']!r}"
+        ids.setdefault(c["id"], i)
+    # A suggestion is sought among a bounded number of ids, and at most SHOWN are listed, so
+    # that a thousand unknown names cost a thousand short messages, not a million comparisons.
+    hint = ids if len(ids) <= 100 else {}
+    known = ", ".join(list(ids)[:SHOWN]) + (f", ... ({len(ids)} in all)" if len(ids) > SHOWN else "")
+    for i, c in enumerate(checkpoints):
+        for j, dep in enumerate(c.get("after") or []):
+            if dep not in ids:
+                yield (
+                    ["checkpoints", i, "after", j],
+                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{did_you_mean(dep, hint)}"
+                    f" (known: {known})",
+                )
+    graph = {c["id"]: [d for d in c.get("after") or [] if d in ids] for c in checkpoints}
+    for cycle in _cycles(graph):
+        first = min(range(len(cycle)), key=lambda k: ids[cycle[k]])  # start where the file does
+        cycle = cycle[first:] + cycle[:first]
+        yield ["checkpoints", ids[cycle[0]], "after"], f"checkpoints form a cycle: {' → '.join([*cycle, cycle[0]])}"
+
+
+SHOWN = 10
+
+
+def _cycles(graph: dict[str, list[str]]) -> Iterator[list[str]]:
+    """One cycle through each group of nodes that wait on each other; time linear in the graph.
+
+    Nodes whose dependencies can all be met are peeled off first (Kahn's algorithm). Every
+    node left waits on another one left, so a walk from it along such edges closes a cycle;
+    each node is walked once.
+    """
+    waiting = {node: len(deps) for node, deps in graph.items()}
+    dependents: dict[str, list[str]] = {node: [] for node in graph}
+    for node, deps in graph.items():
+        for dep in deps:
+            dependents[dep].append(node)
+    ready = [node for node, count in waiting.items() if count == 0]
+    while ready:
+        for dependent in dependents[ready.pop()]:
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0:
+                ready.append(dependent)
+    walked: set[str] = set()
+    for start in graph:
+        if waiting[start] == 0 or start in walked:
+            continue
+        trail: dict[str, int] = {}  # node -> its place in this walk
+        node = start
+        while node not in walked:
+            walked.add(node)
+            trail[node] = len(trail)
+            node = next(dep for dep in graph[node] if waiting[dep] > 0)
+        if node in trail:
+            yield list(trail)[trail[node] :]

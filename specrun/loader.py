@@ -19,6 +19,7 @@ from .case_rules import (
     GeneratedLimits,
     as_list,
     assertions_of,
+    checkpoint_problems,
     expected_assertion,
     generated_problems,
     to_assertion,
@@ -37,7 +38,7 @@ from .model import (
     Suite,
     parse_duration,
 )
-from .problems import describe_schema_error, did_you_mean, display_path, duration_problem, pointer
+from .problems import describe_schema_error, display_path, duration_problem, pointer
 from .registry import Registry
 from .schemas import compose
 
@@ -167,7 +168,8 @@ class Loader:
         if defaults and isinstance(defaults, dict) and not bad_defaults and doc.top is not None:
             for path, message in self._case_problems(defaults, suite.base_dir, generated):
                 report(doc.top, [], ["defaults", *path], message)
-        seen: dict[str, int] = {}
+        seen: set[int] = set()  # the hash of each id: the ids would cost twice as much (60 MB a million)
+        again: list[tuple[str, int, int, tuple[int, int]]] = []  # a case whose id's hash was seen, and where
         inherited_unread: set[str] = set()
         base_dir = suite.base_dir
         count = 0
@@ -184,13 +186,13 @@ class Loader:
             if not isinstance(record.data, dict):
                 continue
             prefix = ["cases", i]
-            found = []
+            found: list[tuple[list[Any], str]] = []
             # Ids are compared even in cases with other mistakes, so that a duplicate is not missed.
             case_id = record.data.get("id")
-            if isinstance(case_id, str) and case_id in seen:
-                found.append((["id"], f"duplicate case id {case_id!r} (first at line {seen[case_id]})"))
+            if isinstance(case_id, str) and hash(case_id) in seen:
+                again.append((case_id, i, record.line, record.position(["id"])))
             elif isinstance(case_id, str):
-                seen[case_id] = record.line
+                seen.add(hash(case_id))
             if i not in bad_cases:
                 found.extend(self._case_problems(record.data, base_dir, generated))
                 usable = {} if bad_defaults else defaults
@@ -203,6 +205,12 @@ class Loader:
                         report(doc.top, [], ["defaults", *path], message)
             for path, message in found:
                 report(record, prefix, path, message)
+        if again:  # the same hash is the same id, unless two ids share one: compared here
+            firsts = _first_lines(doc, {case_id for case_id, *_ in again})
+            for case_id, i, line, (at, col) in again:
+                if firsts[case_id] < line:
+                    message = f"duplicate case id {case_id!r} (first at line {firsts[case_id]})"
+                    problems.append(Problem(doc.display, at, col, message, pointer(["cases", i, "id"])))
         problems.sort(key=lambda p: (p.line, p.column))
         return problems, count, first
 
@@ -250,7 +258,7 @@ class Loader:
                 yield path, f"generated case {case['id']!r} may not attach files"
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
-        yield from _checkpoint_problems(case.get("checkpoints") or [])
+        yield from checkpoint_problems(case.get("checkpoints") or [])
 
     # -- building ------------------------------------------------------------------------------
 
@@ -302,6 +310,16 @@ class Loader:
             target=data.get("target"),
             raw=data if suite.generated else {},
         )
+
+
+def _first_lines(doc: Document, ids: set[str]) -> dict[str, int]:
+    """The line of the first case with each of ``ids`` (a JSONL file is read again for it)."""
+    found: dict[str, int] = {}
+    for record in doc.cases if doc.lines is None else parse(doc.path, doc.display).records():
+        case_id = record.data.get("id") if isinstance(record.data, dict) else None
+        if case_id in ids:
+            found.setdefault(case_id, record.line)
+    return found
 
 
 class FileCases(Sequence[Case]):
@@ -366,68 +384,6 @@ def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, 
         merged.pop("assert", None)
         merged["assertions"] = as_list(inherited) + as_list(own)
     return merged
-
-
-def _checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
-    if not checkpoints:
-        return
-    ids: dict[str, int] = {}
-    for i, c in enumerate(checkpoints):
-        if c["id"] in ids:
-            yield ["checkpoints", i, "id"], f"duplicate checkpoint id {c['id']!r}"
-        ids.setdefault(c["id"], i)
-    # A suggestion is sought among a bounded number of ids, and at most SHOWN are listed, so
-    # that a thousand unknown names cost a thousand short messages, not a million comparisons.
-    hint = ids if len(ids) <= 100 else {}
-    known = ", ".join(list(ids)[:SHOWN]) + (f", ... ({len(ids)} in all)" if len(ids) > SHOWN else "")
-    for i, c in enumerate(checkpoints):
-        for j, dep in enumerate(c.get("after") or []):
-            if dep not in ids:
-                yield (
-                    ["checkpoints", i, "after", j],
-                    f"checkpoint {c['id']!r} comes after unknown checkpoint {dep!r}{did_you_mean(dep, hint)}"
-                    f" (known: {known})",
-                )
-    graph = {c["id"]: [d for d in c.get("after") or [] if d in ids] for c in checkpoints}
-    for cycle in _cycles(graph):
-        first = min(range(len(cycle)), key=lambda k: ids[cycle[k]])  # start where the file does
-        cycle = cycle[first:] + cycle[:first]
-        yield ["checkpoints", ids[cycle[0]], "after"], f"checkpoints form a cycle: {' → '.join([*cycle, cycle[0]])}"
-
-
-SHOWN = 10
-
-
-def _cycles(graph: dict[str, list[str]]) -> Iterator[list[str]]:
-    """One cycle through each group of nodes that wait on each other; time linear in the graph.
-
-    Nodes whose dependencies can all be met are peeled off first (Kahn's algorithm). Every
-    node left waits on another one left, so a walk from it along such edges closes a cycle;
-    each node is walked once.
-    """
-    waiting = {node: len(deps) for node, deps in graph.items()}
-    dependents: dict[str, list[str]] = {node: [] for node in graph}
-    for node, deps in graph.items():
-        for dep in deps:
-            dependents[dep].append(node)
-    ready = [node for node, count in waiting.items() if count == 0]
-    while ready:
-        for dependent in dependents[ready.pop()]:
-            waiting[dependent] -= 1
-            if waiting[dependent] == 0:
-                ready.append(dependent)
-    walked: set[str] = set()
-    for start in graph:
-        if waiting[start] == 0 or start in walked:
-            continue
-        trail: dict[str, int] = {}  # node -> its place in this walk
-        node = start
-        while node not in walked:
-            walked.add(node)
-            trail[node] = len(trail)
-            node = next(dep for dep in graph[node] if waiting[dep] > 0)
-        if node in trail:
-            yield list(trail)[trail[node] :]
 
 
 def resolve_file(source: str, base_dir: Path) -> Path:

@@ -43,21 +43,23 @@ class CaseRef(NamedTuple):
 
 
 class Selection:
-    """The plan's ``(CaseRef, Agent)`` pairs, in run order, stored as columns (a few bytes and
-    the id per case). ``select(indices)`` makes a new one: a step that drops or reorders cases
-    (``--lf``, ``--ff``, ``--shard``) picks indices and stays as compact."""
+    """The plan's ``(CaseRef, Agent)`` pairs, in run order, stored as columns: about 25 bytes
+    and the id's per case (a million cases: tens of MB). ``select(indices)`` makes a new one: a
+    step that drops or reorders cases (``--lf``, ``--ff``, ``--shard``) picks indices and stays
+    as compact."""
 
     def __init__(self, suites: list[Suite]):
         self.suites = suites
         self.agents: list[Agent] = []
         self._agent_index: dict[int, int] = {}
         self._files: dict[int, str] = {}  # suite -> its cases' file
-        self._ids: list[str] = []
-        self._names: list[str | None] = []
-        self._lines = array("L")
-        self._suite = array("L")
-        self._number = array("L")
-        self._agent = array("L")
+        self._ids = bytearray()  # every id in UTF-8, one after the other: a str each costs 50 bytes more
+        self._ends = array("Q")  # where each id ends in _ids
+        self._names: dict[int, str] = {}  # most cases have none
+        self._lines = array("I")
+        self._suite = array("I")
+        self._number = array("I")
+        self._agent = array("I")
         self._model = bytearray()  # 1 when the case calls a model (see Plan.needs_model)
 
     def add(self, ref: CaseRef, agent: Agent) -> None:
@@ -66,8 +68,10 @@ class Selection:
         if index is None:
             index = self._agent_index[id(agent)] = len(self.agents)
             self.agents.append(agent)
-        self._ids.append(ref.id)
-        self._names.append(ref.name)
+        if ref.name is not None:
+            self._names[len(self)] = ref.name
+        self._ids += ref.id.encode("utf-8", "surrogatepass")
+        self._ends.append(len(self._ids))
         self._lines.append(ref.line)
         self._suite.append(ref.suite)
         self._number.append(ref.number)
@@ -75,14 +79,17 @@ class Selection:
         self._model.append(ref.model)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ends)
 
     def __bool__(self) -> bool:
-        return bool(self._ids)
+        return bool(self._ends)
 
     def __getitem__(self, i: int) -> tuple[CaseRef, Agent]:
+        i = i + len(self) if i < 0 else i
         n, model = self._suite[i], bool(self._model[i])
-        ref = CaseRef(self._ids[i], self._names[i], self._files[n], self._lines[i], n, self._number[i], model)
+        start = self._ends[i - 1] if i > 0 else 0
+        case_id = self._ids[start : self._ends[i]].decode("utf-8", "surrogatepass")
+        ref = CaseRef(case_id, self._names.get(i), self._files[n], self._lines[i], n, self._number[i], model)
         return ref, self.agents[self._agent[i]]
 
     def __iter__(self) -> Iterator[tuple[CaseRef, Agent]]:

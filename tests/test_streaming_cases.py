@@ -246,20 +246,24 @@ def test_a_suite_file_changed_after_validation_is_an_error_not_unchecked_cases(t
 
 
 def test_a_plan_reordered_or_cut_by_a_step_reads_each_case_back_with_its_agent(tmp_path):
-    project(tmp_path, {"a.jsonl": jsonl([case(i) for i in range(5)]), "b.yaml": "cases:\n  - {id: y, input: hey}\n"})
+    named = "cases:\n  - {id: y, input: hey}\n  - {id: zé✓, name: the last one, input: ho}\n"
+    project(tmp_path, {"a.jsonl": jsonl([case(i) for i in range(5)]), "b.yaml": named})
     plugins = default_plugins()
     suites = Loader(plugins.registry).load([tmp_path / "a.jsonl", tmp_path / "b.yaml"])
     plan = build_plan(suites, Project.discover(tmp_path, plugins.registry), plugins)
     assert [(ref.id, Path(ref.file).name, ref.line) for ref, _ in plan.pairs] == [
         *((f"c{i}", "a.jsonl", i + 1) for i in range(5)),
         ("y", "b.yaml", 2),
+        ("zé✓", "b.yaml", 3),
     ]
-    failed_first = [3, 5, 0, 1, 2, 4]  # what --ff does: some cases first, the rest after
+    assert (plan.pairs[-1][0].name, plan.pairs[0][0].name) == ("the last one", None)
+    failed_first = [3, 5, 0, 1, 2, 4, 6]  # what --ff does: some cases first, the rest after
     plan.pairs = plan.pairs.select(failed_first)
     assert [(case.id, case.input[0].text, agent.id) for case, agent in plan.cases()] == [
         ("c3", "hi 3", tmp_path.name),
         ("y", "hey", tmp_path.name),
         *((f"c{i}", f"hi {i}", tmp_path.name) for i in (0, 1, 2, 4)),
+        ("zé✓", "ho", tmp_path.name),
     ]
     plan.pairs = [(ref, agent) for ref, agent in plan.pairs if ref.id in ("c4", "y")]  # a list works too
     assert [case.id for case, _ in plan.cases()] == ["y", "c4"]
