@@ -30,6 +30,7 @@ from .stability import verdict
 RULE = "═" * 63
 THIN = "─" * 63
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"}
+MATRIX_ROWS = 40  # cases shown in the console's agent x case matrix; the reports have all
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 BANNERS = {
     "passed": ("✨ {} ✨", "bold green"),
@@ -73,6 +74,7 @@ class ConsoleReport:
         self._plain = not self.console.is_terminal and self.console.color_system is None
         self._gone = False
         self.output_paths: list[str] = []
+        self._cells: dict[tuple[str, str], dict[str, list[int]]] | None = None  # the agent x case matrix
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
         if self._gone:
@@ -99,6 +101,7 @@ class ConsoleReport:
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:
         self.total = info.total_cases * info.runs
+        self._cells = {} if len(info.agents) > 1 else None
         title = "Agent Test" + (f" (Parallel: {info.parallel})" if info.parallel > 1 else "")
         self._line(RULE)
         self._line((f" {title}", "bold"))
@@ -126,6 +129,11 @@ class ConsoleReport:
     @hookimpl(trylast=True)
     def case_finished(self, result: Result) -> None:
         self.done += 1
+        if self._cells is not None and result.agent is not None and result.status != "skipped":
+            cell = self._cells.setdefault((result.case.location.file, result.case.id), {})
+            counts = cell.setdefault(result.agent, [0, 0])
+            counts[0] += result.status == "passed"
+            counts[1] += 1
         if not self.quiet or result.status != "passed":
             self._print_case(result)
         if self._live is not None and not self._gone:
@@ -134,6 +142,8 @@ class ConsoleReport:
     def _print_case(self, result: Result) -> None:
         case, record = result.case, result.record()
         run = f" run {result.run}" if result.run > 1 else ""
+        if self._cells is not None and result.agent:
+            run = f" @{clean(result.agent, 30)}{run}"
         status = result.status.upper()
         duration = format_duration(result.duration_ms / 1000)
         self._line(
@@ -190,6 +200,32 @@ class ConsoleReport:
         reached = sum(1 for c in checkpoints if c.get("passed"))
         self._line(f"     {len(turns)} turns, {reached}/{len(checkpoints)} checkpoints")
 
+    def _print_matrix(self, agents: dict[str, dict[str, Any]]) -> None:
+        """The agent x case matrix (✓ every run passed; else passed/runs), then each agent's totals."""
+        assert self._cells is not None
+        names = list(agents)
+        width = max(8, *(min(len(clean(n)), 20) for n in names))
+        self._line(THIN)
+        self._line(" Agents")
+        self._line(THIN)
+        self._line(f"  {'case':<24}", *(f" {clean(n, 20):>{width}}" for n in names))
+        for shown, ((_, case_id), cells) in enumerate(self._cells.items()):
+            if shown == MATRIX_ROWS:
+                self._line(f"  ... {len(self._cells) - shown} more cases in the reports")
+                break
+            marks = []
+            for n in names:
+                ok, runs = cells.get(n, (0, 0))
+                text = "-" if not runs else "✓" if ok == runs else f"✗ {ok}/{runs}" if runs > 1 else "✗"
+                marks.append((f" {text:>{width}}", "green" if runs and ok == runs else "red" if runs else "dim"))
+            self._line(f"  {clean(case_id, 24):<24}", *marks)
+        rates = ["-" if agents[n]["pass_rate"] is None else f"{agents[n]['pass_rate']}%" for n in names]
+        ms = [agents[n]["avg_duration_ms"] for n in names]
+        latency = ["-" if v is None else format_duration(v / 1000) for v in ms]
+        costs = ["-" if agents[n]["cost"] is None else f"${agents[n]['cost']:.4f}" for n in names]
+        for label, values in (("pass rate", rates), ("latency", latency), ("cost", costs)):
+            self._line(f"  {label:<24}", *(f" {v:>{width}}" for v in values))
+
     @hookimpl(trylast=True)
     def run_finished(self, summary: dict[str, Any]) -> None:
         if self._live is not None and not self._gone:
@@ -225,6 +261,8 @@ class ConsoleReport:
         for label, value in rows:
             if value is not None:
                 self._line(f"  {label + ':':<11}", clean(value))
+        if self._cells is not None and summary.get("agents"):
+            self._print_matrix(summary["agents"])
         self._line(RULE)
         outcome, label = verdict(summary)  # the exit code is read from the same verdict
         text, style = BANNERS[outcome]

@@ -330,6 +330,7 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     name: str | None = None
     target: str | dict[str, Any] | None = None
+    targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
     generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property

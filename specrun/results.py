@@ -67,6 +67,7 @@ class Result:
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
+    agent: str | None = None  # the id of the agent that ran it (runs may test several)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
 
@@ -114,6 +115,8 @@ class Result:
         if case.name:
             data["name"] = case.name
         data.update(status=self.status, run=self.run, duration_ms=round(self.duration_ms, 1))
+        if self.agent is not None:
+            data["agent"] = self.agent
         data["input"] = [m.to_dict() for m in case.input] if case.input else None
         if case.expected is not MISSING:
             data["expected"] = case.expected
@@ -169,6 +172,7 @@ class RunInfo:
     """What a run is: shown in the console header and written as the report's metadata."""
 
     agent_id: str | None = None
+    agents: list[str] = field(default_factory=list)  # every agent the run tests (a matrix when several)
     target: str | None = None
     connector: str | None = None
     inputs: list[str] = field(default_factory=list)
@@ -187,6 +191,7 @@ class RunInfo:
     def to_dict(self) -> dict[str, Any]:
         return {
             "agent_id": self.agent_id,
+            **({"agents": self.agents} if len(self.agents) > 1 else {}),
             "target": self.target,
             "connector": self.connector,
             "inputs": self.inputs,

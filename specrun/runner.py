@@ -306,6 +306,7 @@ class Runner:
             else:
                 result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
         result.context = ctx
+        result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
         if case.after and result.status != "skipped":
             after = asyncio.ensure_future(

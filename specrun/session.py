@@ -39,6 +39,7 @@ class RunRequest:
 
     inputs: list[str]
     agent: str | None = None  # -n: the agent under test
+    agents: list[str] = field(default_factory=list)  # -n given more than once: every case runs against each
     outputs: list[str] = field(default_factory=list)  # -o, in order
     timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
     parallel: int | None = None  # else the project's, else 1
@@ -131,7 +132,7 @@ class RunSession:
         bad input, found before anything runs."""
         req = self.request
         plan = build_plan(
-            self.suites, self.project, self.plugins, req.agent, req.run_filter, req.connector, req.simulator
+            self.suites, self.project, self.plugins, req.agents or req.agent, req.run_filter, req.connector, req.simulator
         )
         if not plan.pairs:
             raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
@@ -167,6 +168,7 @@ class RunSession:
         reporters, stream = self._reporters(self.outputs)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
+            agents=plan.agent_ids,
             connector=req.connector,
             inputs=req.inputs,
             total_cases=len(plan.pairs),

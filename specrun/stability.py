@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .display import shorten
+from .matrix import agent_totals
 from .errors import UsageError
 from .model import to_json
 
@@ -104,13 +105,14 @@ class CaseStats:
     """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
 
     __slots__ = (
-        "_m2 _mean completion_tokens cost errors failed file has_usage id line max_ms min_ms "
+        "_m2 _mean agent completion_tokens cost errors failed file has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
         "tags total_ms total_tokens"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None):
         self.id = str(record.get("id"))
+        self.agent: str | None = record.get("agent")
         self.name: str | None = record.get("name")
         self.file: str = str(record.get("file") or "")
         self.line: int = int(record.get("line") or 0)
@@ -215,6 +217,8 @@ class CaseStats:
         data: dict[str, Any] = {"id": self.id}
         if self.name:
             data["name"] = self.name
+        if self.agent is not None:
+            data["agent"] = self.agent
         data.update(
             status=self.status,
             runs=self.runs,
@@ -268,12 +272,12 @@ class Aggregator:
     def __init__(self, min_pass_rate: float | None = None, runs: int | None = None):
         self.min_pass_rate = min_pass_rate
         self.runs = runs
-        self._cases: dict[tuple[str, str], CaseStats] = {}
+        self._cases: dict[tuple[str, str, str], CaseStats] = {}
         self._max_runs = 0
 
     def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
         """Count one result record; ``offset`` (its byte offset in the stream) is remembered."""
-        key = (str(record.get("file") or ""), str(record.get("id")))
+        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
         stats = self._cases.get(key)
         if stats is None:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
@@ -350,6 +354,9 @@ class Aggregator:
         }
         if usage_seen:
             data["usage"] = usage
+        agents = agent_totals(self._cases.values())
+        if len(agents) > 1:
+            data["agents"] = agents
         return data
 
 

@@ -16,7 +16,13 @@ import click
 @click.option(
     "-i", "--input", "inputs", multiple=True, help="A suite file or folder, agents:ID, scripts:mod.func, or a message."
 )
-@click.option("-n", "--name", help="The agent under test: an agent id, python:module:function, or a URL.")
+@click.option(
+    "-n",
+    "--name",
+    "names",
+    multiple=True,
+    help="The agent under test: an agent id, python:module:function, or a URL. Repeat to run every case against each.",
+)
 @click.option(
     "-o", "--output", "outputs", multiple=True, help="Write results here; the extension picks the format. Repeatable."
 )
@@ -81,7 +87,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
 
     request = RunRequest(
         inputs=specs,
-        agent=flags["name"],
+        agent=flags["names"][0] if flags["names"] else None,
+        agents=list(flags["names"]),
         outputs=list(flags["outputs"]),
         timeout=flags["timeout"],
         parallel=flags["parallel"],

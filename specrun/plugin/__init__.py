@@ -55,6 +55,7 @@ from ..model import (
     parse_duration,
     to_json,
 )
+from ..matrix import Matrix, matrix
 from ..outputs import atomic_writer
 from ..patterns import FlagError, PatternError, compile_pattern
 from ..plugins import registrar
@@ -86,6 +87,7 @@ __all__ = [
     "EvaluationError",
     "FlagError",
     "JudgeReply",
+    "Matrix",
     "Message",
     "ModelClient",
     "ModelError",
@@ -129,6 +131,7 @@ __all__ = [
     "hookimpl",
     "json_line",
     "load_callable",
+    "matrix",
     "md_block",
     "md_text",
     "openai_messages",

@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.plugin import CaseStats, Reporter, Stream, atomic_writer, format_duration, scan, visible
+from specrun.plugin import (
+    CaseStats,
+    Matrix,
+    Reporter,
+    Stream,
+    atomic_writer,
+    format_duration,
+    matrix,
+    scan,
+    visible,
+)
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
@@ -127,6 +137,21 @@ class Report:
             f"not every result could be written to the result stream ({self.incomplete}). The counts "
             f"are the run's, of {self.summary.get('total_runs')} results; only the {listed} written are listed."
         )
+
+    @property
+    def matrix(self) -> Matrix:
+        """The agent x case matrix; falsy when the run tested one agent."""
+        return matrix(self.cases)
+
+    @property
+    def agents(self) -> dict[str, dict[str, Any]]:
+        """Each agent's totals (pass rate, latency, tokens, cost) when the run tested several."""
+        agents = self.summary.get("agents")
+        return agents if isinstance(agents, dict) and len(agents) > 1 else {}
+
+    def label(self, case: CaseStats) -> str:
+        """A case's id, with its agent's when the run tested several."""
+        return f"{case.id} [{case.agent}]" if self.agents and case.agent else case.id
 
     def records(self, case: CaseStats) -> list[dict[str, Any]]:
         """The result records of one case, in run order (read from the stream file now)."""

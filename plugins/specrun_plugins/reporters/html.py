@@ -182,6 +182,33 @@ def _charts(report: Report) -> str:
     )
 
 
+def _agents(report: Report) -> str:
+    """Each agent's totals and the agent x case matrix (runs that tested several agents)."""
+    agents, grid = report.agents, report.matrix
+    if not agents or not grid:
+        return ""
+    head = "".join(f"<th>{e(n)}</th>" for n in grid.agents)
+    stats = [("Pass rate", "pass_rate", pct), ("Latency (mean)", "avg_duration_ms", fmt_ms), ("Cost", "cost", cost)]
+    totals = "".join(
+        f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(fmt(agents[n].get(key)))}</td>" for n in grid.agents) + "</tr>"
+        for label, key, fmt in stats
+    )
+    rows = "".join(
+        f"<tr><td>{e(case_id)}</td>"
+        + "".join(
+            f'<td class="s-{e(cells[n].status)}">{ICONS[cells[n].status]} {pct(cells[n].pass_rate)}</td>'
+            if n in cells
+            else "<td>-</td>"
+            for n in grid.agents
+        )
+        + "</tr>"
+        for _, case_id, cells in grid.rows
+    )
+    return (
+        f'<section id="matrix"><h2>Agents</h2><table><tr><th>Case</th>{head}</tr>{rows}{totals}</table></section>'
+    )
+
+
 def _assertions(record: dict[str, Any], limit: int) -> str:
     items = [a for a in record.get("assertions") or [] if isinstance(a, dict)]
     if not items:
@@ -244,7 +271,7 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
     first = records[0] if records else {}
     rate = f'<span class="rate">{pct(case.pass_rate)}</span>' if report.multi else ""
     head = (
-        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(case.id)}</span>'
+        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
         f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
     )
@@ -300,7 +327,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     if env:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
-    out.write(_charts(report) + "\n")
+    out.write(_agents(report) + _charts(report) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
         f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'

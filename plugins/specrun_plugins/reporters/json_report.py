@@ -71,6 +71,10 @@ def write(report: Report, out: IO[str]) -> None:
         out.write(",\n    " if i else "\n    ")
         out.write(_dump(case_result(report, case), 2))
     out.write("\n  ],\n" if report.cases else "],\n")
+    grid = report.matrix
+    if grid:  # several agents: which passed which case, at a glance
+        rows = [{"id": i, "file": f, "agents": {n: c.status for n, c in cells.items()}} for f, i, cells in grid.rows]
+        out.write(f'  "matrix": {_dump({"agents": grid.agents, "cases": rows}, 1)},\n')
     out.write(f'  "metadata": {_dump(report.metadata, 1)}\n')
     out.write("}\n")
 
