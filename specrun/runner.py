@@ -75,6 +75,7 @@ class RunOptions:
     connector: str | None = None
     simulator: str | None = None
     min_pass_rate: float | None = None
+    update_snapshots: bool = False
 
 
 @dataclass
@@ -265,7 +266,13 @@ class Runner:
         return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(models=self.models, run=run, agent_caller=self.call_agent, config=self.project.config)
+        return Services(
+            models=self.models,
+            run=run,
+            agent_caller=self.call_agent,
+            config=self.project.config,
+            update_snapshots=self.options.update_snapshots,
+        )
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""

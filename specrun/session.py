@@ -58,6 +58,7 @@ class RunRequest:
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
+    update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
     verbose: bool = False
 
 
@@ -131,9 +132,8 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        plan = build_plan(
-            self.suites, self.project, self.plugins, req.agents or req.agent, req.run_filter, req.connector, req.simulator
-        )
+        agents = req.agents or req.agent
+        plan = build_plan(self.suites, self.project, self.plugins, agents, req.run_filter, req.connector, req.simulator)
         if not plan.pairs:
             raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
@@ -263,6 +263,7 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         connector=request.connector,
         simulator=request.simulator,
         min_pass_rate=request.min_pass_rate,
+        update_snapshots=request.update_snapshots,
     )
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .display import shorten
-from .matrix import agent_totals
 from .errors import UsageError
+from .matrix import agent_totals
 from .model import to_json
 
 STABLE = "Stable"

@@ -59,6 +59,11 @@ import click
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option(
+    "--update-snapshots",
+    is_flag=True,
+    help="Approve this run's outputs: rewrite the snapshots that differ or are missing.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
@@ -107,6 +112,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         reporter_agent=flags["reporter"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
+        update_snapshots=flags["update_snapshots"],
         verbose=flags["verbose"],
     )
     session = RunSession(request)

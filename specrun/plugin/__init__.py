@@ -38,6 +38,7 @@ from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
 from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
 from ..matching import MODES as COMPARE_MODES
 from ..matching import alternatives, compare
+from ..matrix import Matrix, matrix
 from ..model import (
     MISSING,
     Assertion,
@@ -55,7 +56,6 @@ from ..model import (
     parse_duration,
     to_json,
 )
-from ..matrix import Matrix, matrix
 from ..outputs import atomic_writer
 from ..patterns import FlagError, PatternError, compile_pattern
 from ..plugins import registrar
@@ -64,6 +64,7 @@ from ..redact import redact, redact_json
 from ..redact import register as register_secret
 from ..results import Result, RunInfo
 from ..services import Models, Services
+from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
@@ -105,6 +106,7 @@ __all__ = [
     "Simulator",
     "SimulatorState",
     "SimulatorTurn",
+    "Snapshot",
     "Source",
     "SourceContext",
     "SpecrunError",
