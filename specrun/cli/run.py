@@ -115,7 +115,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         _save_generated(suites, flags["save"])
     plan = session.plan()
     if flags["dry_run"]:
-        _show_plan(plan, request.runs, flags["save"])
+        _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
@@ -192,13 +192,13 @@ def _print_direct(stream: Path) -> None:
             )
 
 
-def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
+def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
     from ..console import clean
 
     for case, agent in plan.pairs:
         if case.dynamic:
-            simulator = case.simulator or {}
-            who = simulator.get("use") or simulator.get("type", "--simulator")
+            config = case.simulator
+            who = registry.simulator_for(config).label(config) if config is not None else "--simulator"
             steps = " → ".join(c.id + ("" if c.required else "?") for c in case.checkpoints)
             detail = f"dynamic agent={agent.id} simulator={who} checkpoints={steps}"
         else:
