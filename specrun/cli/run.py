@@ -53,6 +53,13 @@ import click
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option("--no-history", is_flag=True, help="Do not record this run in the project's run history.")
+@click.option(
+    "--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the cases that failed or errored last time."
+)
+@click.option(
+    "--ff", "--failed-first", "failed_first", is_flag=True, help="Run the cases that failed last time first."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
@@ -101,6 +108,10 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         saving=flags["save"],
         no_cache=flags["no_cache"],
         verbose=flags["verbose"],
+        history=not flags["no_history"],
+        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+        last_failed=flags["last_failed"],
+        failed_first=flags["failed_first"],
     )
     session = RunSession(request)
     _check_reporter(session.project, flags)
@@ -114,6 +125,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     if flags["save"]:
         _save_generated(suites, flags["save"])
     plan = session.plan()
+    for note in session.notes:
+        click.echo(note, err=True)
     if flags["dry_run"]:
         _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
         await session.aclose()
