@@ -60,6 +60,10 @@ class RunRequest:
     no_cache: bool = False
     update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
     verbose: bool = False
+    history: bool = True  # --no-history: do not record this run in the project's run history
+    argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
+    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
+    failed_first: bool = False  # --ff: those cases first, then the others
 
 
 @dataclass
@@ -100,6 +104,7 @@ class RunSession:
         self.outputs: list[str] = []  # the files the run writes, known once planned
         self._plan: Plan | None = None
         self._temporary: Path | None = None
+        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run)
 
     @property
     def direct(self) -> bool:
@@ -136,6 +141,11 @@ class RunSession:
         plan = build_plan(self.suites, self.project, self.plugins, agents, req.run_filter, req.connector, req.simulator)
         if not plan.pairs:
             raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+        if req.last_failed or req.failed_first:
+            from .rerun import rerun_failed
+
+            plan.pairs, note = rerun_failed(plan.pairs, self.project, last_failed=req.last_failed)
+            self.notes.append(note)
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
             raise UsageError(
@@ -166,6 +176,8 @@ class RunSession:
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
             self.models.preload()
         reporters, stream = self._reporters(self.outputs)
+        jobs = plan.jobs(self.options.runs)
+        recorder = self._recorder(plan, jobs, stream.path)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             agents=plan.agent_ids,
@@ -189,8 +201,8 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        jobs = plan.jobs(self.options.runs)
-        record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
+        run_plugins = [console, stream, *reporters, *([recorder] if recorder else [])]
+        record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
             passed=record["passed"],
@@ -205,6 +217,20 @@ class RunSession:
             stream=stream.path,
             record=record,
         )
+
+    def _recorder(self, plan: Plan, jobs: list[Job], stream: Path) -> object | None:
+        """The run's recorder into the project's run history (None when it is off), with the
+        jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
+        from .history import History, settings
+
+        if not self.request.history or settings(self.project.root, self.project.config).path is None:
+            return None
+        from .recording import HistoryRecorder, mark_flaky
+
+        history = History.open(self.project.root, self.project.config, create=True)
+        mark_flaky(history, jobs, self.project.root)
+        kept = None if self._temporary is not None else stream
+        return HistoryRecorder(history, plan.pairs, self.project.root, self.request.argv, kept)
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a

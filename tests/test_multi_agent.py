@@ -118,3 +118,21 @@ def test_unknown_agent_in_targets_points_at_it(tmp_path):
     assert proc.returncode == 2
     assert "suite.yaml:1:" in proc.stderr and "unknown agent 'nobody'" in proc.stderr
     assert "targets.1" in proc.stderr
+
+
+def test_history_records_each_agent_of_a_case(tmp_path):
+    from specrun.history import History
+
+    make_project(tmp_path, "targets: [good, bad]\n")
+    assert run_cli(["suite.yaml", "-o", "out.jsonl"], tmp_path).returncode == 1
+    history = History.open(tmp_path, {})
+    try:
+        rows = history.cases(history.runs(1)[0]["id"])
+    finally:
+        history.close()
+    assert sorted((r["case_id"], r["agent"], r["status"]) for r in rows) == [
+        ("capital", "bad", "failed"),
+        ("capital", "good", "passed"),
+        ("greeting", "bad", "passed"),
+        ("greeting", "good", "passed"),
+    ]

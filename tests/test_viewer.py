@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from support.chromium import ChromiumUnavailable, find_chromium
 from support.cli import run_cli
-from support.history_db import record
 from support.missing import missing
 from test_html_browser import browser
+
+from specrun.history import History
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -74,12 +75,16 @@ def chromium() -> str:
         missing(f"headless Chromium unavailable: {exc}")
 
 
-def _run(project: Path, n: int, broken: bool, *flags: str) -> str:
-    out = project / f"output-{n}.jsonl"
+def _run(project: Path, broken: bool, *flags: str) -> dict:
+    """Run the suite (recorded in the project's history, as every run is); its history row."""
     env = {**os.environ, "BROKEN": "1" if broken else "0"}
-    proc = run_cli(["suite.yaml", *flags, "-o", str(out)], project, env)
+    proc = run_cli(["suite.yaml", *flags], project, env)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    return record(project / ".specrun" / "history.db", out, f"2026-11-30T1{n}:00:00", ["specrun", "suite.yaml"])
+    history = History.open(project, {})
+    try:
+        return history.runs(1)[0]
+    finally:
+        history.close()
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +96,14 @@ def project(tmp_path_factory) -> dict[str, str | Path]:
         (root / name / f"viewer_{name}.py").write_text(BOTS)
         (root / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:viewer_{name}:{name}\n")
     (root / "suite.yaml").write_text(SUITE)
-    first = _run(root, 1, False, "-n", "good", "--update-snapshots")
-    second = _run(root, 2, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
-    return {"root": root, "first": first, "second": second}
+    first = _run(root, False, "-n", "good", "--update-snapshots")
+    second = _run(root, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
+    return {
+        "root": root,
+        "first": first["id"],
+        "second": second["id"],
+        "when": [second["started_at"], first["started_at"]],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +137,10 @@ async def test_runs_page_lists_recorded_runs_newest_first(chromium, server, proj
     async with browser(chromium, tmp_path / "profile") as page:
         await page.open(server + "/")
         rows = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[0].textContent)")
-        assert rows == ["2026-11-30T12:00:00", "2026-11-30T11:00:00"]
-        agents = await page.js("document.querySelector('#runs tbody tr').cells[1].textContent")
-        assert agents == "bad, good"
-        await page.js("document.querySelector('[data-filter-list=runs] input').value = '11:00'")
+        assert rows == project["when"]  # newest first
+        agents = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[1].textContent)")
+        assert agents == ["bad, good", "good"]
+        await page.js("document.querySelector('[data-filter-list=runs] input').value = 'bad'")
         await page.js("document.querySelector('[data-filter-list=runs] input').dispatchEvent(new Event('input'))")
         assert await page.js("[...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden).length") == 1
 
@@ -195,7 +205,7 @@ async def test_run_matrix_shows_two_agents(chromium, server, project, tmp_path):
 
 
 def test_case_page_timeline_and_output_changes(server, project):
-    status, body, _ = get(f"{server}/case?suite=suite.yaml&id=capital&agent=good")
+    status, body, _ = get(f"{server}/case?suite=suite.yaml&id=capital&agent=good")  # suites: from the project root
     assert status == 200
     assert body.count('class="tick s-') == 2 and body.index("tick s-passed") < body.index("tick s-failed")
     assert "Output changes (1)" in body
@@ -234,6 +244,9 @@ def test_view_without_history_is_a_usage_error(tmp_path):
     proc = run_cli(["view", "--port", "0"], tmp_path)
     assert proc.returncode == 2
     assert "no run history at" in proc.stderr and "history.db" in proc.stderr
+    (tmp_path / "specrun.yaml").write_text("history: false\n")
+    proc = run_cli(["view", "--port", "0"], tmp_path)
+    assert proc.returncode == 2 and "history is off" in proc.stderr
 
 
 def test_view_help_lists_its_options():

@@ -16,7 +16,7 @@ import click
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="The history database (default: the project's .specrun/history.db).",
+    help="The history database (default: the project's, .specrun/history.db unless specrun.yaml says otherwise).",
 )
 def command(port: int, host: str, db: Path | None) -> None:
     """Browse recorded runs: transcripts, a case across runs, two runs compared, agents side by side.
@@ -27,16 +27,16 @@ def command(port: int, host: str, db: Path | None) -> None:
     import asyncio
 
     from ..errors import UsageError
+    from ..history import History
     from ..plugins import default_plugins
     from ..project import Project
     from ..viewer.app import LOOPBACK, Viewer, serve
     from ..viewer.store import Store
 
     project = Project.discover(Path.cwd(), default_plugins().registry)
-    path = db or history_path(project)
-    if not path.is_file():
-        raise UsageError(f"no run history at {path}: run some suites first (specrun suites/), or pass --db")
-    viewer = Viewer(Store(path), project.root, host)
+    config = {**project.config, "history": str(db.resolve())} if db else project.config
+    history = History.open(project.root, config)  # a HistoryError says why not (off, missing, too new)
+    viewer = Viewer(Store(history), project.root, host)
 
     async def main() -> None:
         try:
@@ -62,9 +62,5 @@ def command(port: int, host: str, db: Path | None) -> None:
         asyncio.run(main())
     except KeyboardInterrupt:
         pass
-
-
-def history_path(project: object) -> Path:
-    """Where the project's run history is (``specrun.history``'s default)."""
-    root = project.root
-    return Path(root) / ".specrun" / "history.db"
+    finally:
+        history.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..diff import Change, Outcome, Side, compare_sides
 from .html import as_text, badge, e, layout, ms, table, url
-from .store import Entry, Store, flaky
+from .store import Entry, Store
 
 MAX_CHANGES = 10  # output changes shown on a case's page
 
@@ -49,7 +49,6 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
     crumbs = [(title, url("/case", suite=suite, id=case_id, agent=agent))]
     if not timeline:
         return layout(title, f"<h1>{e(title)}</h1><p>No recorded run has this case.</p>", crumbs)
-    entries = [x for _, x in timeline]
     oldest_first = list(reversed(timeline))
     ticks = "".join(
         f'<a class="tick s-{e(x.status)}" href="{e(url("/run", id=run["id"]))}"'
@@ -57,8 +56,8 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
         for run, x in oldest_first
     )
     body = [f"<h1>{e(title)}</h1>", f'<p class="meta">{e(suite)}</p>']
-    if flaky(entries):
-        body.append('<p><span class="flaky" id="flaky">⚠ flaky</span> its verdict changed back and forth</p>')
+    if (suite, case_id, agent) in store.flaky([case_id]):
+        body.append('<p><span class="flaky" id="flaky">flaky</span> it both passed and failed in its recent runs</p>')
     body.append(f'<h2>Timeline (oldest to newest)</h2><div class="timeline" id="timeline">{ticks}</div>')
     rows = [
         f'<tr data-status="{e(x.status)}"><td><a href="{e(url("/run", id=run["id"]))}">{e(run["started_at"])}</a></td>'
@@ -67,12 +66,13 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
         for run, x in timeline
     ]
     body.append(table(["Run", "Status", "Duration", "Tokens", "Output hash"], rows, id_="case-runs"))
-    changes = []
-    for (old_run, old), (new_run, new) in pairwise(oldest_first):
-        if old.fingerprints != new.fingerprints:
-            changes.append(_sides(old, new, (f"Before: {old_run['started_at']}", f"After: {new_run['started_at']}")))
-    body.append(f"<h2>Output changes ({len(changes)})</h2>")
-    body.append("".join(reversed(changes[-MAX_CHANGES:])) or '<p class="meta">The output never changed.</p>')
+    changed = [(a, b) for a, b in pairwise(oldest_first) if a[1].fingerprints != b[1].fingerprints]
+    body.append(f"<h2>Output changes ({len(changed)})</h2>")
+    for (old_run, old), (new_run, new) in reversed(changed[-MAX_CHANGES:]):  # the newest first
+        titles = (f"Before: {old_run['started_at']}", f"After: {new_run['started_at']}")
+        body.append(_sides(store.entry(old.run_id, old.key), store.entry(new.run_id, new.key), titles))
+    if not changed:
+        body.append('<p class="meta">The output never changed.</p>')
     return layout(title, "".join(body), crumbs)
 
 
@@ -109,16 +109,18 @@ def compare_page(store: Store, a: str, b: str) -> str | None:
         return owners.get(id(outcome)) if outcome is not None else None
 
     both = [*c.newly_failing, *c.fixed, *c.still_failing, *c.moved, *c.newly_skipped, *c.missing, *c.added]
-    unstable = [
-        ch
-        for ch in both + c.slower
-        if ch in c.moved or flaky([x for x in (entry(ch.old, old_of), entry(ch.new, new_of)) if x is not None])
-    ]
+    flaky = store.flaky([ch.case.id for ch in both])
+
+    def unstable(ch: Change) -> bool:
+        """Its pass rate moved between the runs, or it is flaky in the history."""
+        x = entry(ch.new, new_of) or entry(ch.old, old_of)
+        return ch in c.moved or (x is not None and x.key in flaky)
+
     sections = [
         ("Newly failing", "newly-failing", c.newly_failing),
         ("Fixed", "fixed", c.fixed),
         ("Still failing", "still-failing", c.still_failing),
-        ("Flaky", "flaky", list({id(ch): ch for ch in unstable}.values())),
+        ("Flaky", "flaky", [ch for ch in both if unstable(ch)]),
         ("Slower", "slower", c.slower),
         ("Newly skipped", "newly-skipped", c.newly_skipped),
         ("Missing from the new run", "missing", c.missing),

@@ -1,18 +1,16 @@
-"""The viewer's reads of the history database: runs, the cases of a run, a case across runs.
+"""The viewer's reads of the run history: runs, the cases of a run, a case across runs.
 
-The tables are the history store's (``runs`` and ``cases``, see ``specrun.history``); the
-database is opened read-only, so nothing the viewer does can change the history. A case of a
-run is one (suite, case id, agent): its ``--runs`` repetitions are grouped into one ``Entry``.
+Everything is read through :class:`specrun.history.History`'s reader API (the viewer never
+writes to the history). A case of a run is one (suite, case id, agent): its ``--runs``
+repetitions are grouped into one ``Entry``.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass, field
-from itertools import pairwise
-from pathlib import Path
 from typing import Any
+
+from ..history import CaseKey, History
 
 ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # failures first
 
@@ -64,14 +62,7 @@ class Entry:
 
     def results(self) -> list[dict[str, Any]]:
         """The full result record of each repetition (as the stream has it), in run order."""
-        out = []
-        for r in self.rows:
-            try:
-                data = json.loads(r["result"] or "{}")
-            except ValueError:
-                data = {}
-            out.append(data if isinstance(data, dict) else {})
-        return out
+        return [r["result"] if isinstance(r.get("result"), dict) else {} for r in self.rows]
 
     @property
     def name(self) -> str:
@@ -80,42 +71,40 @@ class Entry:
 
 
 class Store:
-    """Read-only access to one history database."""
+    """What the pages read, through the history's reader API (it never writes)."""
 
-    def __init__(self, path: Path):
-        self.path = path
-
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-        try:
-            db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute(sql, args).fetchall()]
-        finally:
-            db.close()
+    def __init__(self, history: History):
+        self.history = history
 
     def runs(self, limit: int = 500) -> list[dict[str, Any]]:
-        """The newest runs first, with their JSON columns decoded."""
-        return [_decoded(r) for r in self._query("SELECT * FROM runs ORDER BY started_at DESC LIMIT ?", (limit,))]
+        """The newest runs first."""
+        return [_listed(r) for r in self.history.runs(limit)]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
-        found = self._query("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _decoded(found[0]) if found else None
+        found = self.history.run(run_id)
+        return _listed(found) if found is not None else None
 
     def entries(self, run_id: str) -> list[Entry]:
         """The cases of a run, failures first, then in suite order."""
-        rows = self._query("SELECT * FROM cases WHERE run_id = ? ORDER BY suite, line, case_id, run_index", (run_id,))
+        rows = sorted(self.history.cases(run_id), key=lambda r: (r["suite"] or "", r["line"] or 0, r["run_index"]))
         return sorted(_grouped(rows), key=lambda e: ORDER.get(e.status, 9))
 
+    def entry(self, run_id: str, key: tuple[str, str, str]) -> Entry | None:
+        """One case of a run."""
+        return next((x for x in self.entries(run_id) if x.key == key), None)
+
     def timeline(self, suite: str, case_id: str, agent: str, limit: int = 100) -> list[tuple[dict[str, Any], Entry]]:
-        """A case in each run that ran it, newest first: ``(run, entry)``."""
-        rows = self._query(
-            "SELECT c.* FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.suite = ? AND c.case_id = ?"
-            " AND c.agent = ? ORDER BY r.started_at DESC, c.run_index",
-            (suite, case_id, agent),
-        )
-        entries = _grouped(rows)[:limit]
-        runs = {r["id"]: r for r in self.runs(10_000)}
-        return [(runs[e.run_id], e) for e in entries if e.run_id in runs]
+        """A case in each run that ran it, newest first: ``(run, entry)``; an entry's rows lack
+        ``result`` (``entry`` reads it)."""
+        found = self.history.timeline(case_id, limit)
+        rows = [{**r, "case_id": case_id} for r in found if r["suite"] == suite and r["agent"] == agent]
+        runs = {r["run_id"]: {"id": r["run_id"], "started_at": r["started_at"]} for r in rows}
+        return [(runs[e.run_id], e) for e in _grouped(rows)]
+
+    def flaky(self, case_ids: list[str]) -> set[CaseKey]:
+        """The (suite, case id, agent) of those of ``case_ids`` that are flaky in the history
+        (the definition ``specrun history`` and the console use)."""
+        return {f.key for f in self.history.flaky(case_ids=case_ids)}
 
 
 def _grouped(rows: list[dict[str, Any]]) -> list[Entry]:
@@ -129,21 +118,8 @@ def _grouped(rows: list[dict[str, Any]]) -> list[Entry]:
     return list(entries.values())
 
 
-def _decoded(run: dict[str, Any]) -> dict[str, Any]:
-    for key in ("argv", "agents", "suites", "summary"):
-        try:
-            run[key] = json.loads(run.get(key) or "null")
-        except ValueError:
-            run[key] = None
-    run["agents"] = [str(a) for a in run["agents"]] if isinstance(run["agents"], list) else []
-    run["suites"] = [str(s) for s in run["suites"]] if isinstance(run["suites"], list) else []
+def _listed(run: dict[str, Any]) -> dict[str, Any]:
+    """A run row with ``agents`` and ``suites`` as lists of text, whatever the row held."""
+    for key in ("agents", "suites", "argv"):
+        run[key] = [str(v) for v in run[key]] if isinstance(run.get(key), list) else []
     return run
-
-
-def flaky(entries: list[Entry]) -> bool:
-    """The viewer's flaky marker: some run's repetitions disagreed, or the verdict flipped back
-    and forth over the runs (passed, failed, passed...), as a single regression does not."""
-    if any(len({str(r["status"]) for r in e.rows} - {"skipped"}) > 1 for e in entries):
-        return True
-    verdicts = [e.status for e in entries if e.status != "skipped"]
-    return sum(a != b for a, b in pairwise(verdicts)) >= 2
