@@ -21,6 +21,7 @@ from support.missing import missing
 from test_html_browser import browser
 
 from specrun.history import History
+from specrun.viewer.html import when
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -98,11 +99,12 @@ def project(tmp_path_factory) -> dict[str, str | Path]:
     (root / "suite.yaml").write_text(SUITE)
     first = _run(root, False, "-n", "good", "--update-snapshots")
     second = _run(root, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
+    third = _run(root, False, "-n", "good")  # capital passes again: passed, failed, passed is flaky
     return {
         "root": root,
         "first": first["id"],
         "second": second["id"],
-        "when": [second["started_at"], first["started_at"]],
+        "when": [third["started_at"], second["started_at"], first["started_at"]],
     }
 
 
@@ -137,9 +139,9 @@ async def test_runs_page_lists_recorded_runs_newest_first(chromium, server, proj
     async with browser(chromium, tmp_path / "profile") as page:
         await page.open(server + "/")
         rows = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[0].textContent)")
-        assert rows == project["when"]  # newest first
+        assert rows == [when(t) for t in project["when"]]  # newest first
         agents = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[1].textContent)")
-        assert agents == ["bad, good", "good"]
+        assert agents == ["good", "bad, good", "good"]
         await page.js("document.querySelector('[data-filter-list=runs] input').value = 'bad'")
         await page.js("document.querySelector('[data-filter-list=runs] input').dispatchEvent(new Event('input'))")
         assert await page.js("[...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden).length") == 1
@@ -179,6 +181,8 @@ async def test_comparison_shows_a_regression(chromium, server, project, tmp_path
         assert "capital" in newly and "@good" in newly
         assert "Paris is the capital of France" in newly and "Lyon" in newly  # outputs side by side
         assert "capital" in await page.js("document.querySelector('#slower').innerText")
+        assert "capital" in await page.js("document.querySelector('#flaky').innerText")  # passed, failed, passed
+        assert "greeting" not in await page.js("document.querySelector('#flaky').innerText")
 
 
 async def test_hostile_agent_output_executes_nothing(chromium, server, project, tmp_path):
@@ -207,8 +211,10 @@ async def test_run_matrix_shows_two_agents(chromium, server, project, tmp_path):
 def test_case_page_timeline_and_output_changes(server, project):
     status, body, _ = get(f"{server}/case?suite=suite.yaml&id=capital&agent=good")  # suites: from the project root
     assert status == 200
-    assert body.count('class="tick s-') == 2 and body.index("tick s-passed") < body.index("tick s-failed")
-    assert "Output changes (1)" in body
+    ticks = re.findall(r'class="tick s-(\w+)"', body)
+    assert ticks == ["passed", "failed", "passed"]  # oldest to newest
+    assert 'id="flaky"' in body and "flipped 2 times" in body
+    assert "Output changes (2)" in body
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body and "<script>window" not in body
 
 

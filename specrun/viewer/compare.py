@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..diff import Change, Outcome, Side, compare_sides
-from .html import as_text, badge, e, layout, ms, table, url
+from ..history import CaseKey
+from .html import as_text, badge, e, layout, ms, table, url, when
 from .store import Entry, Store
 
 MAX_CHANGES = 10  # output changes shown on a case's page
@@ -52,15 +53,18 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
     oldest_first = list(reversed(timeline))
     ticks = "".join(
         f'<a class="tick s-{e(x.status)}" href="{e(url("/run", id=run["id"]))}"'
-        f' title="{e(run["started_at"])}: {e(x.status)}" data-status="{e(x.status)}"></a>'
+        f' title="{e(when(run["started_at"]))}: {e(x.status)}" data-status="{e(x.status)}"></a>'
         for run, x in oldest_first
     )
     body = [f"<h1>{e(title)}</h1>", f'<p class="meta">{e(suite)}</p>']
-    if (suite, case_id, agent) in store.flaky([case_id]):
-        body.append('<p><span class="flaky" id="flaky">flaky</span> it both passed and failed in its recent runs</p>')
+    flips = store.flaky([case_id]).get(CaseKey(suite, case_id, agent))
+    if flips is not None:
+        note = f"it both passed and failed in its recent runs (its verdict flipped {flips} times)"
+        body.append(f'<p><span class="flaky" id="flaky">flaky</span> {e(note)}</p>')
     body.append(f'<h2>Timeline (oldest to newest)</h2><div class="timeline" id="timeline">{ticks}</div>')
     rows = [
-        f'<tr data-status="{e(x.status)}"><td><a href="{e(url("/run", id=run["id"]))}">{e(run["started_at"])}</a></td>'
+        f'<tr data-status="{e(x.status)}"><td><a href="{e(url("/run", id=run["id"]))}">'
+        f"{e(when(run['started_at']))}</a></td>"
         f'<td>{badge(x.status)}</td><td class="num">{e(ms(x.duration_ms))}</td><td class="num">{x.tokens}</td>'
         f"<td><code>{e(', '.join(sorted(x.fingerprints))[:12])}</code></td></tr>"
         for run, x in timeline
@@ -69,7 +73,7 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
     changed = [(a, b) for a, b in pairwise(oldest_first) if a[1].fingerprints != b[1].fingerprints]
     body.append(f"<h2>Output changes ({len(changed)})</h2>")
     for (old_run, old), (new_run, new) in reversed(changed[-MAX_CHANGES:]):  # the newest first
-        titles = (f"Before: {old_run['started_at']}", f"After: {new_run['started_at']}")
+        titles = (f"Before: {when(old_run['started_at'])}", f"After: {when(new_run['started_at'])}")
         body.append(_sides(store.entry(old.run_id, old.key), store.entry(new.run_id, new.key), titles))
     if not changed:
         body.append('<p class="meta">The output never changed.</p>')
@@ -112,9 +116,10 @@ def compare_page(store: Store, a: str, b: str) -> str | None:
     flaky = store.flaky([ch.case.id for ch in both])
 
     def unstable(ch: Change) -> bool:
-        """Its pass rate moved between the runs, or it is flaky in the history."""
+        """Its pass rate moved between the runs, or its verdict went back and forth in the
+        history (a single regression is newly failing, not flaky)."""
         x = entry(ch.new, new_of) or entry(ch.old, old_of)
-        return ch in c.moved or (x is not None and x.key in flaky)
+        return ch in c.moved or (x is not None and flaky.get(CaseKey(*x.key), 0) >= 2)
 
     sections = [
         ("Newly failing", "newly-failing", c.newly_failing),
@@ -125,7 +130,7 @@ def compare_page(store: Store, a: str, b: str) -> str | None:
         ("Newly skipped", "newly-skipped", c.newly_skipped),
         ("Missing from the new run", "missing", c.missing),
     ]
-    titles = (f"Before: {run_a['started_at']}", f"After: {run_b['started_at']}")
+    titles = (f"Before: {when(run_a['started_at'])}", f"After: {when(run_b['started_at'])}")
     body = [f"<h1>Compare runs</h1><p class='meta'>{e(titles[0])} → {e(titles[1])}</p>"]
     counts = "".join(f"<div class='card'><b>{len(items)}</b>{e(label)}</div>" for label, _, items in sections)
     body.append(f'<div class="cards">{counts}</div>')

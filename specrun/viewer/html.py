@@ -45,6 +45,12 @@ def pre(value: Any, cls: str = "") -> str:
     return f'<pre class="{e(cls)}">{e(as_text(value))}</pre>'
 
 
+def when(timestamp: Any) -> str:
+    """A run's ISO start time as ``2026-11-30 23:10:35`` (UTC, as recorded)."""
+    text = str(timestamp or "")
+    return text[:19].replace("T", " ") if len(text) >= 19 and text[10] == "T" else text
+
+
 def badge(status: str) -> str:
     return f'<span class="badge s-{e(status)}">{ICONS.get(status, "")} {e(status)}</span>'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .html import ICONS, badge, e, layout, money, ms, pct, table, url
+from .html import ICONS, badge, e, layout, money, ms, pct, table, url, when
 from .store import Entry, Store
 from .transcript import transcript
 
@@ -37,7 +37,7 @@ def runs_page(store: Store) -> str:
         note = " (interrupted)" if r["interrupted"] else ""
         link = url("/run", id=r["id"])
         rows.append(
-            f'<tr data-status="{status}"><td><a href="{e(link)}">{e(r["started_at"])}</a>{e(note)}</td>'
+            f'<tr data-status="{status}"><td><a href="{e(link)}">{e(when(r["started_at"]))}</a>{e(note)}</td>'
             f"<td>{e(', '.join(r['agents']))}</td><td>{e(', '.join(r['suites']))}</td>"
             f'<td class="num">{total}</td><td class="num s-passed">{passed}</td>'
             f'<td class="num s-failed">{e(r["failed"])}</td><td class="num s-error">{e(r["errors"])}</td>'
@@ -49,7 +49,7 @@ def runs_page(store: Store) -> str:
         body = "<h1>Runs</h1><p>No runs recorded yet: run <code>specrun suites/</code> and reload.</p>"
         return layout("Runs", body)
     options = "".join(
-        f'<option value="{e(r["id"])}">{e(r["started_at"])} · {e(", ".join(r["agents"]))}</option>' for r in runs
+        f'<option value="{e(r["id"])}">{e(when(r["started_at"]))} · {e(", ".join(r["agents"]))}</option>' for r in runs
     )
     base = options.replace("<option ", "<option selected ", 2).replace("<option selected ", "<option ", 1)
     compare = (
@@ -125,7 +125,8 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
         ("Tokens", sum(x.tokens for x in entries)),
         ("Cost", money(run["cost"])),
     ]
-    body = [f"<h1>Run {e(run['started_at'])}</h1>"]
+    title = f"Run {when(run['started_at'])}"
+    body = [f"<h1>{e(title)}</h1>"]
     if notice:
         body.append(f'<p class="notice" role="status">{e(notice)}</p>')
     argv = " ".join(str(a) for a in run["argv"] or [])
@@ -150,4 +151,4 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
             f"{transcript(x, approve)}</details>"
         )
     body.append('<div id="cases">' + "".join(items) + "</div>")
-    return layout(f"Run {run['started_at']}", "".join(body), [(f"Run {run['started_at']}", url("/run", id=run_id))])
+    return layout(title, "".join(body), [(title, url("/run", id=run_id))])

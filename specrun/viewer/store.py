@@ -101,10 +101,10 @@ class Store:
         runs = {r["run_id"]: {"id": r["run_id"], "started_at": r["started_at"]} for r in rows}
         return [(runs[e.run_id], e) for e in _grouped(rows)]
 
-    def flaky(self, case_ids: list[str]) -> set[CaseKey]:
-        """The (suite, case id, agent) of those of ``case_ids`` that are flaky in the history
-        (the definition ``specrun history`` and the console use)."""
-        return {f.key for f in self.history.flaky(case_ids=case_ids)}
+    def flaky(self, case_ids: list[str]) -> dict[CaseKey, int]:
+        """Those of ``case_ids`` that are flaky in the history (the definition ``specrun
+        history`` and the console use), with how often their verdict flipped."""
+        return {f.key: f.flips for f in self.history.flaky(case_ids=case_ids)}
 
 
 def _grouped(rows: list[dict[str, Any]]) -> list[Entry]:

@@ -101,14 +101,15 @@ def _assertions(record: dict[str, Any], approve: Any) -> str:
         details = _dict(a.get("details"))
         judge = ""
         if details.get("reason") or a.get("score") is not None:
-            judge = f'<div class="judge">score {e(a.get("score"))}: {e(details.get("reason") or "")}</div>'
+            reason = f": {details['reason']}" if details.get("reason") else ""
+            judge = f'<div class="judge">score {e(a.get("score"))}{e(reason)}</div>'
         action = ""
         if a.get("status") != "passed" and Snapshot.from_details(details) is not None and approve is not None:
             action = approve(i)
         expected = pre(a["expected"]) if "expected" in a else ""
         actual = pre(a["actual"]) if "actual" in a else ""
         rows.append(
-            f'<tr class="s-{e(a.get("status"))}"><td>{badge(str(a.get("status")))}</td><td>{e(a.get("type"))}</td>'
+            f"<tr><td>{badge(str(a.get('status')))}</td><td>{e(a.get('type'))}</td>"
             f"<td>{e(a.get('message') or '')}{judge}{action}</td><td>{expected}</td><td>{actual}</td></tr>"
         )
     return (
@@ -133,7 +134,8 @@ def repetition(record: dict[str, Any], approve: Any = None) -> str:
         parts.append(f"<h4>{e(str(record.get('status')).capitalize())}</h4>{pre(record['error'])}")
     for warning in record.get("warnings") or []:
         parts.append(f'<div class="meta">warning: {e(warning)}</div>')
-    parts.append("<h4>Input</h4>" + messages(record.get("input")))
+    if record.get("input") is not None:
+        parts.append("<h4>Input</h4>" + messages(record.get("input")))
     if record.get("turns") is not None:
         parts.append(_turns(record))
     else:
