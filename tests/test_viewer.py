@@ -259,3 +259,19 @@ def test_view_help_lists_its_options():
     proc = run_cli(["view", "--help"], Path.cwd())
     assert proc.returncode == 0 and "--port" in proc.stdout and "--host" in proc.stdout
     assert json.dumps("127.0.0.1")[1:-1] in proc.stdout
+
+
+def test_a_long_run_lists_its_first_cases_then_all_on_request(project, monkeypatch):
+    from specrun.viewer import pages
+    from specrun.viewer.store import Store
+
+    monkeypatch.setattr(pages, "MAX_CASES", 3)
+    history = History.open(project["root"], {})  # type: ignore[arg-type]
+    try:
+        first = pages.run_page(Store(history), str(project["second"]), None)
+        every = pages.run_page(Store(history), str(project["second"]), None, every=True)
+    finally:
+        history.close()
+    assert first is not None and every is not None
+    assert first.count('<details class="case ') == 3 and "The first 3 of 8 cases" in first and "all=1" in first
+    assert every.count('<details class="case ') == 8 and "Show all" not in every

@@ -82,7 +82,8 @@ class Viewer:
     async def run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.query.get("id", "")
         notice = request.query.get("approved", "")
-        page = run_page(self.store, run_id, self._approve_form(run_id), f"Approved: {notice}" if notice else "")
+        notice = f"Approved: {notice}" if notice else ""
+        page = run_page(self.store, run_id, self._approve_form(run_id), notice, "all" in request.query)
         return _html(page) if page is not None else _missing(f"no run {run_id!r}")
 
     async def case(self, request: web.Request) -> web.StreamResponse:

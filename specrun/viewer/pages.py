@@ -9,6 +9,7 @@ from .html import ICONS, badge, e, layout, money, ms, pct, table, url, when
 from .store import Entry, Store
 from .transcript import transcript
 
+MAX_CASES = 300  # cases a run page lists with their transcripts before "show all"
 Approve = Callable[[dict[str, Any], int], str]  # (a case row, assertion index) -> the approve form
 
 
@@ -82,8 +83,9 @@ def runs_page(store: Store) -> str:
     return layout("Runs", body + table(head, rows, id_="runs"))
 
 
-def matrix(entries: list[Entry], agents: list[str]) -> str:
-    """The agent x case matrix with each agent's pass rate, mean latency and cost."""
+def matrix(entries: list[Entry], agents: list[str], totals: Any) -> str:
+    """The agent x case matrix, then each agent's pass rate, mean latency and cost as the run's
+    summary has them (``totals``: its ``agents``; the console and the reports show the same)."""
     cells: dict[tuple[str, str], dict[str, Entry]] = {}
     for x in sorted(entries, key=lambda x: (x.suite, x.case_id)):
         cells.setdefault((x.suite, x.case_id), {})[x.agent] = x
@@ -96,19 +98,21 @@ def matrix(entries: list[Entry], agents: list[str]) -> str:
             for a in agents
         )
         rows.append(f"<tr><td>{e(case_id)}</td>{tds}</tr>")
-    for label, value in (
-        ("Pass rate", lambda xs: pct(sum(x.status == "passed" for x in xs), sum(x.status != "skipped" for x in xs))),
-        ("Latency (mean)", lambda xs: ms(sum(x.duration_ms for x in xs) / len(xs)) if xs else "-"),
-        ("Cost", lambda xs: money(sum(x.cost for x in xs if x.cost is not None)) if any(x.cost for x in xs) else "-"),
+    totals = totals if isinstance(totals, dict) else {}  # none for a run cut short before its summary
+    for label, key, shown in (
+        ("Pass rate", "pass_rate", lambda v: f"{v}%"),
+        ("Latency (mean)", "avg_duration_ms", ms),
+        ("Cost", "cost", money),
     ):
-        tds = "".join(f"<td><b>{e(value([x for x in entries if x.agent == a]))}</b></td>" for a in agents)
+        values = [(totals.get(a) or {}).get(key) for a in agents]
+        tds = "".join(f"<td><b>{e('-' if v is None else shown(v))}</b></td>" for v in values)
         rows.append(f"<tr><th>{e(label)}</th>{tds}</tr>")
     return "<h2>Agents</h2>" + table(["Case", *agents], rows, id_="matrix")
 
 
-def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "") -> str | None:
-    """One run: its totals, the matrix when it tested several agents, and every case with its
-    transcript, failures first."""
+def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "", every: bool = False) -> str | None:
+    """One run: its totals, the matrix when it tested several agents, and its cases with their
+    transcripts, failures first (the first ``MAX_CASES`` unless ``every``)."""
     run = store.run(run_id)
     if run is None:
         return None
@@ -138,10 +142,11 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
     )
     agents = sorted({x.agent for x in entries})
     if len(agents) > 1:
-        body.append(matrix(entries, agents))
+        body.append(matrix(entries, agents, (run.get("summary") or {}).get("agents")))
     body.append("<h2>Cases</h2>" + status_buttons(entries, "cases", "Search ids, names, outputs"))
     items = []
-    for x in entries:
+    shown = entries if every else entries[:MAX_CASES]
+    for x in shown:
         across = url("/case", suite=x.suite, id=x.case_id, agent=x.agent)
         agent = f'<span class="meta">@{e(x.agent)}</span>' if len(agents) > 1 else ""
         items.append(
@@ -151,4 +156,7 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
             f"{transcript(x, approve)}</details>"
         )
     body.append('<div id="cases">' + "".join(items) + "</div>")
+    if len(shown) < len(entries):
+        more = url("/run", id=run_id, all=1)
+        body.append(f'<p>The first {len(shown)} of {len(entries)} cases. <a href="{e(more)}">Show all</a></p>')
     return layout(title, "".join(body), [(title, url("/run", id=run_id))])
