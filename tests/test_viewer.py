@@ -10,20 +10,21 @@ import re
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.chromium import ChromiumUnavailable, find_chromium
+import test_html_browser
 from support.cli import run_cli
-from support.missing import missing
 from test_html_browser import browser
 
 from specrun.history import History
 from specrun.viewer.html import when
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
+chromium = test_html_browser.chromium  # the HTML report's browser tests' fixture: Chromium, installed once
 
 BOTS = """
 import os, time
@@ -66,14 +67,6 @@ cases:
       - id: ask_type
         assertion: {type: contains, value: type}
 """
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return find_chromium()
-    except ChromiumUnavailable as exc:
-        missing(f"headless Chromium unavailable: {exc}")
 
 
 def _run(project: Path, broken: bool, *flags: str) -> dict:
