@@ -273,7 +273,7 @@ class ConsoleReport:
         for label, value in rows:
             if value is not None:
                 self._line(f"  {label + ':':<11}", clean(value))
-        if self._cells is not None and summary.get("agents"):
+        if self._cells is not None and summary.get("agents") and any(len(c) > 1 for c in self._cells.values()):
             self._print_matrix(summary["agents"])
         self._line(RULE)
         outcome, label = verdict(summary)  # the exit code is read from the same verdict

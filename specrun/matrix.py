@@ -1,7 +1,8 @@
 """The agent x case matrix of a run that tested several agents (``-n a -n b``, ``targets:``).
 
 Built from the per-(case, agent) statistics of :mod:`specrun.stability`; the console, the
-reports and the viewer show it. A run of one agent has no matrix.
+reports and the viewer show it. A run where each case ran against one agent has no matrix
+(even when cases name different agents with their own ``target``).
 """
 
 from __future__ import annotations
@@ -48,11 +49,12 @@ class Matrix:
     rows: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (file, case id, agent -> stats)
 
     def __bool__(self) -> bool:
-        return len(self.agents) > 1
+        """A matrix: some case ran against more than one agent (not just cases with agents of their own)."""
+        return any(len(cells) > 1 for _, _, cells in self.rows)
 
 
 def matrix(cases: Iterable[Any]) -> Matrix:
-    """The matrix of ``cases`` (``CaseStats`` in suite order); empty (falsy) with one agent."""
+    """The matrix of ``cases`` (``CaseStats`` in suite order); falsy when no case ran against several agents."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     agents: dict[str, None] = {}
     for c in cases:

@@ -21,7 +21,7 @@ from typing import Any
 
 from .display import shorten
 from .errors import UsageError
-from .matrix import agent_totals
+from .matrix import agent_totals, matrix
 from .model import to_json
 
 STABLE = "Stable"
@@ -354,9 +354,8 @@ class Aggregator:
         }
         if usage_seen:
             data["usage"] = usage
-        agents = agent_totals(self._cases.values())
-        if len(agents) > 1:
-            data["agents"] = agents
+        if matrix(self._cases.values()):
+            data["agents"] = agent_totals(self._cases.values())
         return data
 
 

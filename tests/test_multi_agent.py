@@ -136,3 +136,18 @@ def test_history_records_each_agent_of_a_case(tmp_path):
         ("greeting", "bad", "passed"),
         ("greeting", "good", "passed"),
     ]
+
+
+def test_cases_with_agents_of_their_own_make_no_matrix(tmp_path):
+    make_project(tmp_path)
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n"
+        "  - {id: capital, target: good, input: What is the capital?, assertions: [{type: contains, value: Paris}]}\n"
+        "  - {id: greeting, target: bad, input: Hi, assertions: [{type: contains, value: i}]}\n"
+    )
+    proc = run_cli(["suite.yaml", "-o", "out.json", "-o", "out.xml"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " Agents" not in proc.stdout
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert "agents" not in report["summary"] and "matrix" not in report
+    assert sorted(el.get("name") for el in ET.parse(tmp_path / "out.xml").iter("testcase")) == ["capital", "greeting"]

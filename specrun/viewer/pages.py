@@ -141,8 +141,9 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
         '<div class="cards">' + "".join(f"<div class='card'><b>{e(v)}</b>{e(k)}</div>" for k, v in cards) + "</div>"
     )
     agents = sorted({x.agent for x in entries})
-    if len(agents) > 1:
-        body.append(matrix(entries, agents, (run.get("summary") or {}).get("agents")))
+    totals = (run.get("summary") or {}).get("agents")
+    if totals:  # some case ran against several agents (see specrun.matrix)
+        body.append(matrix(entries, agents, totals))
     body.append("<h2>Cases</h2>" + status_buttons(entries, "cases", "Search ids, names, outputs"))
     items = []
     shown = entries if every else entries[:MAX_CASES]

@@ -147,7 +147,7 @@ class Report:
     def agents(self) -> dict[str, dict[str, Any]]:
         """Each agent's totals (pass rate, latency, tokens, cost) when the run tested several."""
         agents = self.summary.get("agents")
-        return agents if isinstance(agents, dict) and len(agents) > 1 else {}
+        return agents if isinstance(agents, dict) and self.matrix else {}
 
     def label(self, case: CaseStats) -> str:
         """A case's id, with its agent's when the run tested several."""
