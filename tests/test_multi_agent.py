@@ -7,7 +7,10 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from support.cli import run_cli
+
+pytest_plugins = ["pytester"]
 
 BOTS = """
 import time
@@ -151,3 +154,11 @@ def test_cases_with_agents_of_their_own_make_no_matrix(tmp_path):
     report = json.loads((tmp_path / "out.json").read_text())
     assert "agents" not in report["summary"] and "matrix" not in report
     assert sorted(el.get("name") for el in ET.parse(tmp_path / "out.xml").iter("testcase")) == ["capital", "greeting"]
+
+
+def test_pytest_items_of_a_case_run_against_several_agents_name_the_agent(pytester: pytest.Pytester):
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    make_project(pytester.path, "targets: [good, bad]\n")
+    result = pytester.runpytest("suite.yaml", "-q")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*FAILED suite.yaml::capital[[]bad[]]*"])
