@@ -30,6 +30,7 @@ from .plugins import Plugins, default_plugins
 from .project import Agent, Project
 from .results import Result, RunInfo
 from .runner import Job, Runner, RunOptions
+from .selection import Selection
 from .stream import ResultStream
 
 
@@ -54,6 +55,8 @@ class RunRequest:
     connector: str | None = None
     simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
+    tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
+    keywords: str | None = None  # -k: an expression on substrings of case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
@@ -91,11 +94,13 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
+        self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = _models(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why
         self.outputs: list[str] = []  # the files the run writes, known once planned
+        self.warnings: list[str] = []  # for the user, known once planned (an unknown -m tag)
         self._plan: Plan | None = None
         self._temporary: Path | None = None
 
@@ -130,11 +135,13 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        plan = build_plan(
-            self.suites, self.project, self.plugins, req.agent, req.run_filter, req.connector, req.simulator
-        )
+        select = self.selection.matches if self.selection else None
+        plan = build_plan(self.suites, self.project, self.plugins, req.agent, select, req.connector, req.simulator)
+        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
+        self.warnings = [unknown] if unknown else []
         if not plan.pairs:
-            raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+            matching = f" match {self.selection.describe()}" if self.selection else ""
+            raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
             raise UsageError(

@@ -41,6 +41,8 @@ import click
     help="With --runs: a case passes when this % of its runs pass (more than 0).",
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
+@click.option("-m", "tags", metavar="EXPR", help="Only cases whose tags match: 'smoke and not slow' (pytest's -m).")
+@click.option("-k", "keywords", metavar="EXPR", help="Only cases whose id or name has these substrings (pytest's -k).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
 @click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
 @click.option(
@@ -97,6 +99,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         connector=flags["connector"],
         simulator=flags["simulator"],
         run_filter=flags["run_filter"],
+        tags=flags["tags"],
+        keywords=flags["keywords"],
         reporter_agent=flags["reporter"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
@@ -114,6 +118,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     if flags["save"]:
         _save_generated(suites, flags["save"])
     plan = session.plan()
+    for warning in session.warnings:
+        click.echo(f"specrun: warning: {warning}", err=True)
     if flags["dry_run"]:
         _show_plan(plan, request.runs, flags["save"])
         await session.aclose()
