@@ -24,7 +24,7 @@ from .errors import UsageError
 from .kinds import Reporter, SourceContext
 from .loader import Loader
 from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
-from .outputs import check_outputs
+from .outputs import check_outputs, default_stream
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
@@ -160,8 +160,7 @@ class RunSession:
         self._plan = plan
         self.outputs = list(req.outputs)
         if not self.outputs and not self.direct:  # direct mode prints the answer instead
-            folder = self.first if self.first.is_dir() else self.first.parent
-            self.outputs = [str(folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl")]
+            self.outputs = [str(default_stream(self.project.root))]
         return plan
 
     async def run(self, console: object) -> RunSummary:

@@ -65,11 +65,7 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
     """
     import asyncio
 
-    from ..errors import UsageError
-
-    specs = [*paths, *inputs]
-    if not specs:
-        raise UsageError("nothing to run: give suite files or folders (e.g. specrun suites/), or -i")
+    specs = [*paths, *inputs] or _project_suites()
     _check_positional(paths)
     from ..outputs import OutputLocks
 
@@ -124,16 +120,42 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         _show_plan(plan, request.runs, flags["save"])
         await session.aclose()
         return 0
+    if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
+        from ..outputs import private_folder
+
+        private_folder(Path(session.outputs[0]).parent)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
-    console.output_paths = session.outputs
+    from ..problems import display_path
+
+    console.output_paths = [display_path(Path(o)) for o in session.outputs]
     summary = await session.run(console)  # a failed report raises, and keeps the stream
     if session.direct and not request.outputs:
         _print_direct(summary.stream)
     session.discard_stream()
     return summary.exit_code
+
+
+def _project_suites() -> list[str]:
+    """No paths given: the ``suites`` of the project's ``specrun.yaml`` (found from here up)."""
+    from ..errors import UsageError
+    from ..plugins import default_plugins
+    from ..project import Project
+
+    project = Project.discover(Path.cwd(), default_plugins().registry)
+    suites = project.config.get("suites")
+    if not suites:
+        raise UsageError(
+            "nothing to run: give suite files or folders (e.g. specrun suites/) or -i, or list them under"
+            " 'suites' in specrun.yaml (specrun init makes a project)"
+        )
+    paths = [os.path.relpath(project.root / suite) for suite in suites]
+    missing = [suite for suite, path in zip(suites, paths, strict=True) if not os.path.exists(path)]
+    if missing:
+        raise UsageError(f"{project.root / 'specrun.yaml'}: suites: no such file or folder: {', '.join(missing)}")
+    return paths
 
 
 def _check_positional(paths: tuple[str, ...]) -> None:
