@@ -21,6 +21,7 @@ from typing import Any
 
 from .case_rules import GeneratedLimits
 from .errors import UsageError
+from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
 from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
@@ -194,7 +195,8 @@ class RunSession:
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
         jobs = plan.jobs(self.options.runs)
-        record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
+        ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
+        record = await self.runner.run(jobs, info, [*ci, console, stream, *reporters], stream)
         return RunSummary(
             total=record["total"],
             passed=record["passed"],
