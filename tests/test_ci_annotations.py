@@ -4,11 +4,16 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 from pathlib import Path
 
 from support.cli import run_cli
+
+from specrun.github_actions import GitHubActions
+from specrun.results import RunInfo
 
 AGENT = """
 def answer(messages, ctx):
@@ -145,3 +150,14 @@ def test_outside_github_actions_nothing_is_added(tmp_path):
     assert proc.returncode == 1
     assert not [line for line in proc.stdout.splitlines() if line.startswith(("::error", "::stop-commands"))]
     assert Path(env["GITHUB_STEP_SUMMARY"]).read_text() == "## Earlier step\n\n"
+
+
+def test_flaky_cases_the_history_passes_are_listed(tmp_path):
+    project(tmp_path)
+    assert run_cli(["suites", "-o", "out.jsonl"], cwd=tmp_path).returncode == 1
+    plugin = GitHubActions(tmp_path / "summary.md", tmp_path, out=io.StringIO())
+    plugin.flaky = ["passes", "a|b"]  # what the run history hands the plugin
+    summary = [line for line in (tmp_path / "out.jsonl").read_text().splitlines() if '"summary"' in line]
+    plugin.run_finished(RunInfo(), json.loads(summary[-1]), tmp_path / "out.jsonl")
+    text = (tmp_path / "summary.md").read_text()
+    assert "### Flaky in the run history\n\n`passes`, `a\\|b`\n" in text

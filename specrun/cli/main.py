@@ -67,6 +67,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     specrun suites/                 run every suite under suites/
+    specrun                         run the suites specrun.yaml lists
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
     specrun init                    scaffold a project here

@@ -60,7 +60,7 @@ import click
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
     """Run suites: every case against its agent, with a verdict a CI job can trust.
 
-    Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
+    With no PATHS, the suites listed under `suites` in specrun.yaml. Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
     3 specrun itself failed, 130/143 interrupted.
     """
     import asyncio
