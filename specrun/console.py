@@ -84,6 +84,8 @@ class ConsoleReport:
         self._plain = not self.console.is_terminal and self.console.color_system is None
         self._gone = False
         self.output_paths: list[str] = []
+        self.flaky: dict[str, None] = {}  # ids of the cases flaky in the run history, in order
+        self.cached = 0  # results whose model calls were all answered from the cache
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
         if self._gone:
@@ -131,6 +133,9 @@ class ConsoleReport:
     @hookimpl(trylast=True)
     def case_finished(self, result: Result) -> None:
         self.done += 1
+        if result.flaky:
+            self.flaky[result.case.id] = None
+        self.cached += result.cached
         if not self.quiet or result.status != "passed":
             self._print_case(result)
         if self._live is not None and not self._gone:
@@ -149,6 +154,8 @@ class ConsoleReport:
             " ",
             (status, STYLE[result.status]),
             f" ({duration})",
+            (" [flaky]", "yellow") if result.flaky else "",  # its verdict has changed over recent runs
+            (" [cached]", "dim") if result.cached else "",  # the judges' replies cost nothing this time
         )
         if record.get("turns") is not None:
             self._print_turns(record)
@@ -225,6 +232,11 @@ class ConsoleReport:
                 ("pass^k", f"{summary.get('pass_hat_k')}%"),
                 ("pass@k", f"{summary.get('pass_at_k')}%"),
             ]
+        if self.flaky:
+            shown = ", ".join(clean(case_id, 40) for case_id in list(self.flaky)[:10])
+            rows.append(("Flaky", shown + (f" (+{len(self.flaky) - 10})" if len(self.flaky) > 10 else "")))
+        if self.cached:
+            rows.append(("Cached", f"{self.cached} result{'s' * (self.cached != 1)} judged from the model cache"))
         for path in self.output_paths:
             rows.append(("Output", path))
         for label, value in rows:

@@ -4,7 +4,8 @@ When ``GITHUB_ACTIONS=true`` (GitHub sets it in every job), a run has one more p
 lifecycle hooks (see :mod:`specrun.lifecycle`). At the end, each failed or errored case becomes
 an ``::error file=<suite>,line=<case line>,title=<case id>::<why>`` workflow command, so the
 failure shows on the suite file in the pull request, and a Markdown summary (totals, each
-failure with expected vs actual, flaky cases) is appended to ``$GITHUB_STEP_SUMMARY``.
+failure with expected vs actual, the cases the run history finds flaky: their results say
+``flaky``, see :mod:`specrun.history`) is appended to ``$GITHUB_STEP_SUMMARY``.
 
 An agent's text must not become a workflow command: while the cases run, command processing is
 stopped (``::stop-commands::<random token>``, GitHub's own switch) and it resumes only after the
@@ -31,6 +32,7 @@ MAX_ANNOTATIONS = 50  # GitHub keeps 50 annotations of a kind per job (10 per st
 MAX_DETAILED = 50  # failures shown with their assertions in the summary; the rest by id
 MAX_LISTED = 500
 CELL = 300  # characters of an expected or actual value in a summary cell
+ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 
 
 def github_actions(environ: Mapping[str, str]) -> list[object]:
@@ -51,19 +53,15 @@ def _escape_property(text: str) -> str:
 
 
 class GitHubActions:
-    """Annotations on stdout and a step summary; a plugin of one run (see the module docstring).
-
-    ``flaky``: the ids of cases the run history finds flaky, listed in the summary (the history
-    store passes them; empty until it does).
-    """
+    """Annotations on stdout and a step summary; a plugin of one run (see the module docstring)."""
 
     def __init__(self, summary: Path | None, workspace: Path | None, out: IO[str] | None = None):
         self.summary = summary
         self.workspace = workspace.resolve() if workspace else None
         self.out = out or sys.stdout
-        self.flaky: list[str] = []
         self._token = secrets.token_hex(16)
         self._gone = False
+        self._flaky: set[tuple[str, str]] = set()  # (file, id) of the cases whose results say flaky
 
     def _command(self, line: str) -> None:
         if self._gone:
@@ -82,7 +80,7 @@ class GitHubActions:
     @hookimpl(trylast=True)  # after the console: every line an agent's text could be on is out
     def run_finished(self, info: RunInfo, summary: dict[str, Any], stream: Path) -> None:
         self._command(f"::{self._token}::")
-        scanned = scan(stream)
+        scanned = scan(stream, check=self._note_flaky)
         failures = [c for c in scanned.aggregator.cases() if c.status in ("failed", "error")]
         for case in failures[:MAX_ANNOTATIONS]:
             self._command(self._annotation(case, _failing_record(scanned, case)))
@@ -92,6 +90,13 @@ class GitHubActions:
         if self.summary is not None:
             with open(self.summary, "a", encoding="utf-8") as fh:
                 fh.write(self._markdown(summary, scanned, failures))
+
+    def _note_flaky(self, offset: int, record: dict[str, Any]) -> None:
+        if record.get("flaky"):
+            self._flaky.add((str(record.get("file") or ""), str(record.get("id"))))
+
+    def _is_flaky(self, case: CaseStats) -> bool:
+        return (case.file, case.id) in self._flaky
 
     def _file(self, file: str) -> str:
         """The suite's path from the repository root, as annotations need it."""
@@ -104,6 +109,8 @@ class GitHubActions:
         lines = [f"{case.status}: {case.reason or case.status}"]
         if case.runs > 1:
             lines[0] += f" ({case.passed} of {case.runs} runs passed)"
+        if self._is_flaky(case):
+            lines[0] += " (flaky in the run history)"
         for assertion in _bad_assertions(record)[:3]:
             if "expected" in assertion or "actual" in assertion:
                 lines.append(f"{assertion.get('type')}: expected {_value(assertion.get('expected'), CELL)}")
@@ -115,7 +122,7 @@ class GitHubActions:
 
     def _markdown(self, summary: dict[str, Any], scanned: Stream, failures: list[CaseStats]) -> str:
         outcome, label = verdict(summary)
-        icon = {"passed": "✅", "failed": "❌"}.get(outcome, "⚠️")
+        icon = ICONS.get(outcome, "⚠️")
         rate = summary.get("overall_pass_rate")
         lines = [
             f"## {icon} specrun: {md_text(label)}",
@@ -138,14 +145,20 @@ class GitHubActions:
                 f"and {len(rest) - MAX_LISTED} more (see the result stream)" if len(rest) > MAX_LISTED else "",
                 "",
             ]
-        if self.flaky:
-            lines += ["### Flaky in the run history", "", ", ".join(f"`{md_text(c, 100)}`" for c in self.flaky), ""]
+        flaky = [c for c in scanned.aggregator.cases() if self._is_flaky(c)]
+        if flaky:
+            lines += ["### Flaky in the run history", "", "| Case | Suite | This run |", "| --- | --- | --- |"]
+            for case in flaky:
+                where = f"{md_text(self._file(case.file))}:{case.line}"
+                lines.append(f"| {md_text(case.id, 200)} | {where} | {ICONS.get(case.status, '')} {case.status} |")
+            lines.append("")
         return "\n".join(lines) + "\n"
 
     def _failure(self, case: CaseStats, record: dict[str, Any]) -> list[str]:
-        icon = "❌" if case.status == "failed" else "⚠️"
+        icon = ICONS[case.status]
         name = f" · {md_text(case.name, 120)}" if case.name else ""
         runs = f" · {case.passed} of {case.runs} runs passed" if case.runs > 1 else ""
+        runs += " · flaky in the run history" if self._is_flaky(case) else ""
         lines = [
             f"#### {icon} {md_text(case.id, 200)}{name}",
             "",

@@ -7,12 +7,14 @@ One JSON file per entry, keyed by a SHA-256 of everything that shapes the answer
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -24,6 +26,23 @@ DEFAULT_CACHE_DIR = ".specrun-cache"
 CACHE_FORMAT = 2  # 2: the key holds the endpoint
 
 T = TypeVar("T")
+
+
+@dataclass
+class CacheTally:
+    """The cacheable model calls of one case, and how many the cache answered."""
+
+    calls: int = 0
+    hits: int = 0
+
+    @property
+    def all_cached(self) -> bool:
+        """The case asked the models something and every answer came from the cache."""
+        return self.calls > 0 and self.hits == self.calls
+
+
+CASE_TALLY: contextvars.ContextVar[CacheTally | None] = contextvars.ContextVar("specrun_case_tally", default=None)
+"""The running case's tally: set by the runner around each case, counted by the model client."""
 
 
 class DiskCache:

@@ -67,6 +67,8 @@ class Result:
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
+    cached: bool = False  # every cacheable model call of the case (judges, simulators) was a cache hit
+    flaky: bool = False  # the case is flaky in the run history (see specrun.history)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
 
@@ -130,6 +132,10 @@ class Result:
             data["total_turns"] = len(self.turns)
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.cached:
+            data["cached"] = True
+        if self.flaky:
+            data["flaky"] = True
         if case.tags:
             data["tags"] = case.tags
         if case.min_pass_rate is not None:

@@ -44,6 +44,7 @@ from .model import (
     as_response,
     format_duration,
 )
+from .model_cache import CASE_TALLY, CacheTally
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
@@ -84,6 +85,7 @@ class Job:
     case: Case
     agent: Agent
     run: int = 1
+    flaky: bool = False  # flaky in the run history: its result says so
 
 
 class Runner:
@@ -288,6 +290,8 @@ class Runner:
         budget = case.timeout or self.options.timeout
         before_data = None
         cancelled = False
+        tally = CacheTally()
+        counting = CASE_TALLY.set(tally)  # this task's model calls are this case's
         try:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
@@ -321,6 +325,8 @@ class Runner:
                 failure = str(after.exception())
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
+        CASE_TALLY.reset(counting)
+        result.cached, result.flaky = tally.all_cached, job.flaky
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise _Cancelled(result)

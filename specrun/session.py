@@ -62,6 +62,10 @@ class RunRequest:
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
     verbose: bool = False
+    history: bool = True  # --no-history: do not record this run in the project's run history
+    argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
+    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
+    failed_first: bool = False  # --ff: those cases first, then the others
 
 
 @dataclass
@@ -101,9 +105,9 @@ class RunSession:
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why
         self.outputs: list[str] = []  # the files the run writes, known once planned
-        self.warnings: list[str] = []  # for the user, known once planned (an unknown -m tag)
         self._plan: Plan | None = None
         self._temporary: Path | None = None
+        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
 
     @property
     def direct(self) -> bool:
@@ -139,10 +143,16 @@ class RunSession:
         select = self.selection.matches if self.selection else None
         plan = build_plan(self.suites, self.project, self.plugins, req.agent, select, req.connector, req.simulator)
         unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
-        self.warnings = [unknown] if unknown else []
         if not plan.pairs:
             matching = f" match {self.selection.describe()}" if self.selection else ""
             raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
+        if unknown:
+            self.notes.append(f"specrun: warning: {unknown}")
+        if req.last_failed or req.failed_first:
+            from .rerun import rerun_failed
+
+            plan.pairs, note = rerun_failed(plan.pairs, self.project, last_failed=req.last_failed)
+            self.notes.append(note)
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
             raise UsageError(
@@ -172,6 +182,8 @@ class RunSession:
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
             self.models.preload()
         reporters, stream = self._reporters(self.outputs)
+        jobs = plan.jobs(self.options.runs)
+        recorder = self._recorder(plan, jobs, stream.path)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             connector=req.connector,
@@ -194,9 +206,9 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        jobs = plan.jobs(self.options.runs)
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
-        record = await self.runner.run(jobs, info, [*ci, console, stream, *reporters], stream)
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
             passed=record["passed"],
@@ -211,6 +223,20 @@ class RunSession:
             stream=stream.path,
             record=record,
         )
+
+    def _recorder(self, plan: Plan, jobs: list[Job], stream: Path) -> object | None:
+        """The run's recorder into the project's run history (None when it is off), with the
+        jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
+        from .history import History, settings
+
+        if not self.request.history or settings(self.project.root, self.project.config).path is None:
+            return None
+        from .recording import HistoryRecorder, mark_flaky
+
+        history = History.open(self.project.root, self.project.config, create=True)
+        mark_flaky(history, jobs, self.project.root)
+        kept = None if self._temporary is not None else stream
+        return HistoryRecorder(history, plan.pairs, self.project.root, self.request.argv, kept)
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a

@@ -4,16 +4,11 @@
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import re
 from pathlib import Path
 
 from support.cli import run_cli
-
-from specrun.github_actions import GitHubActions
-from specrun.results import RunInfo
 
 AGENT = """
 def answer(messages, ctx):
@@ -152,12 +147,37 @@ def test_outside_github_actions_nothing_is_added(tmp_path):
     assert Path(env["GITHUB_STEP_SUMMARY"]).read_text() == "## Earlier step\n\n"
 
 
-def test_flaky_cases_the_history_passes_are_listed(tmp_path):
-    project(tmp_path)
-    assert run_cli(["suites", "-o", "out.jsonl"], cwd=tmp_path).returncode == 1
-    plugin = GitHubActions(tmp_path / "summary.md", tmp_path, out=io.StringIO())
-    plugin.flaky = ["passes", "a|b"]  # what the run history hands the plugin
-    summary = [line for line in (tmp_path / "out.jsonl").read_text().splitlines() if '"summary"' in line]
-    plugin.run_finished(RunInfo(), json.loads(summary[-1]), tmp_path / "out.jsonl")
-    text = (tmp_path / "summary.md").read_text()
-    assert "### Flaky in the run history\n\n`passes`, `a\\|b`\n" in text
+FLIP = """
+import pathlib
+
+def flip(messages, ctx):
+    if messages[-1].text == "steady":
+        return "yes"
+    count = pathlib.Path(__file__).with_name("count.txt")
+    n = int(count.read_text()) if count.exists() else 0
+    count.write_text(str(n + 1))
+    return "yes" if n % 2 == 0 else "no"
+"""
+
+
+def test_cases_flaky_in_the_run_history_are_marked(tmp_path):
+    (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
+    (tmp_path / "coin.py").write_text(FLIP)
+    (tmp_path / "agent.yaml").write_text("target: python:coin:flip\n")
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n"
+        "  - {id: coin, input: toss, assertions: [{type: contains, value: 'yes'}]}\n"
+        "  - {id: steady, input: steady, assertions: [{type: contains, value: 'yes'}]}\n"
+    )
+    assert [run_cli(["suite.yaml"], cwd=tmp_path).returncode for _ in range(2)] == [0, 1]  # the history
+    env = github_env(tmp_path)
+    assert run_cli(["suite.yaml"], cwd=tmp_path, env=env).returncode == 0  # passes this time
+    text = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "### Flaky in the run history\n\n| Case | Suite | This run |\n| --- | --- | --- |\n" in text
+    assert "| coin | suite.yaml:2 | ✅ passed |" in text and "| steady |" not in text
+    proc = run_cli(["suite.yaml"], cwd=tmp_path, env=env)
+    assert proc.returncode == 1
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert line.startswith("::error file=suite.yaml,line=2,title=coin::failed: contains: ")
+    assert "(flaky in the run history)" in line
+    assert "suite.yaml:2 · failed · flaky in the run history" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()

@@ -465,3 +465,10 @@ def test_missing_case_hook_is_bad_input_before_anything_runs(tmp_path):
     assert proc.returncode == 2
     assert "suite.jsonl:2:1:" in proc.stderr and "(at cases[1].after)" in proc.stderr and "Nope" in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_dry_run_names_each_dynamic_case_simulator_as_its_plugin_labels_it():
+    root = Path(__file__).resolve().parents[1]
+    proc = run(str(root / "suites/expense/tests/dynamic.yaml"), "--dry-run", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("simulator=scripted checkpoints=") == 2

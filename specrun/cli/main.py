@@ -72,7 +72,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     specrun validate suites/        check suites without running them
     specrun init                    scaffold a project here
     """
-    ctx.obj = {"debug": debug}
+    ctx.ensure_object(dict)["debug"] = debug
 
 
 def _traceback() -> None:
@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SPECRUN_DEBUG"))
     try:
-        code = cli.main(args=args, prog_name="specrun", standalone_mode=False)
+        # The command line as given (the run history records it; a test calls main in-process).
+        code = cli.main(args=args, prog_name="specrun", standalone_mode=False, obj={"argv": list(args)})
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:  # shown through redact: click quotes the bad value

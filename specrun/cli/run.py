@@ -55,6 +55,13 @@ import click
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option("--no-history", is_flag=True, help="Do not record this run in the project's run history.")
+@click.option(
+    "--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the cases that failed or errored last time."
+)
+@click.option(
+    "--ff", "--failed-first", "failed_first", is_flag=True, help="Run the cases that failed last time first."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
@@ -101,6 +108,10 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         saving=flags["save"],
         no_cache=flags["no_cache"],
         verbose=flags["verbose"],
+        history=not flags["no_history"],
+        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+        last_failed=flags["last_failed"],
+        failed_first=flags["failed_first"],
     )
     session = RunSession(request)
     _check_reporter(session.project, flags)
@@ -114,10 +125,10 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     if flags["save"]:
         _save_generated(suites, flags["save"])
     plan = session.plan()
-    for warning in session.warnings:
-        click.echo(f"specrun: warning: {warning}", err=True)
+    for note in session.notes:
+        click.echo(note, err=True)
     if flags["dry_run"]:
-        _show_plan(plan, request.runs, flags["save"])
+        _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
     if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
@@ -220,13 +231,13 @@ def _print_direct(stream: Path) -> None:
             )
 
 
-def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
+def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
     from ..console import clean
 
     for case, agent in plan.pairs:
         if case.dynamic:
-            simulator = case.simulator or {}
-            who = simulator.get("use") or simulator.get("type", "--simulator")
+            config = case.simulator
+            who = registry.simulator_for(config).label(config) if config is not None else "--simulator"
             steps = " → ".join(c.id + ("" if c.required else "?") for c in case.checkpoints)
             detail = f"dynamic agent={agent.id} simulator={who} checkpoints={steps}"
         else:
