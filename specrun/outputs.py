@@ -2,7 +2,8 @@
 written atomically (:func:`atomic_writer`, for reports, ``specrun diff`` and the model cache).
 
 A run without ``-o`` streams its results to ``.specrun/runs/output-<time>.jsonl`` under the
-project root (:func:`default_stream`), a folder that tells git to ignore it (:func:`private_folder`).
+project root (:func:`default_stream`): ``.specrun/`` is specrun's own folder (the run history
+is there too), and when specrun creates it, it tells git to ignore it (:func:`private_folder`).
 A run's outputs (``-o`` files, the default result stream, ``--save``) must not be one of its
 inputs, must not be named twice, and must not land where a folder search of its inputs would
 read them back as suites. While a run lasts, each output is locked (``flock`` on a hidden
@@ -27,7 +28,8 @@ from .documents import SUITE_EXTENSIONS
 from .errors import UsageError
 from .problems import display_path
 
-RUNS_FOLDER = ".specrun/runs"
+PRIVATE_FOLDER = ".specrun"
+RUNS_FOLDER = f"{PRIVATE_FOLDER}/runs"
 
 
 def default_stream(root: Path) -> Path:

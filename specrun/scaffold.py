@@ -106,6 +106,12 @@ GITIGNORE = """\
 .specrun-cache/
 """
 
+KEEP_SCHEMAS = """\
+# specrun init: the editor schemas are part of the project
+!schemas/
+!schemas/*
+"""
+
 
 def files(registry: Registry) -> dict[str, str]:
     """What ``init`` writes, by path relative to the project folder (the ``.gitignore`` apart)."""
@@ -136,19 +142,22 @@ def scaffold(folder: Path, registry: Registry) -> list[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, "utf-8")
     written = list(planned)
-    if _update_gitignore(folder / ".gitignore"):
+    if _update_gitignore(folder / ".gitignore", GITIGNORE):
         written.append(".gitignore")
+    private = folder / ".specrun" / ".gitignore"  # a run before init wrote `*` there: keep the schemas
+    if private.exists() and _update_gitignore(private, KEEP_SCHEMAS):
+        written.append(".specrun/.gitignore")
     return written
 
 
-def _update_gitignore(path: Path) -> bool:
-    """Add the lines of ``GITIGNORE`` that ``path`` lacks (all of them to a new file)."""
+def _update_gitignore(path: Path, text: str) -> bool:
+    """Add the lines of ``text`` (a comment, then patterns) that ``path`` lacks (all to a new file)."""
     old = path.read_text("utf-8") if path.exists() else ""
     have = {line.strip() for line in old.splitlines()}
-    missing = [line for line in GITIGNORE.splitlines()[1:] if line not in have]
+    comment, *lines = text.splitlines()
+    missing = [line for line in lines if line not in have]
     if not missing:
         return False
     lead = "" if not old or old.endswith("\n") else "\n"
-    comment = GITIGNORE.splitlines()[0]
     path.write_text(old + lead + "\n".join([comment, *missing]) + "\n", "utf-8")
     return True

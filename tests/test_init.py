@@ -73,6 +73,24 @@ def test_git_ignores_runs_history_and_cache_but_not_the_schemas(tmp_path):
     assert untracked == sorted(WRITTEN)  # no stream, history or cache file; every schema
 
 
+def test_init_after_runs_keeps_the_schemas_in_git(tmp_path):
+    if shutil.which("git") is None:
+        missing("git is not installed")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
+    (tmp_path / "bot.py").write_text("def answer(messages, ctx):\n    return 'hi'\n")
+    (tmp_path / "suite.yaml").write_text("target: python:bot:answer\ncases:\n  - {id: a, input: x}\n")
+    assert run_cli(["suite.yaml"], cwd=tmp_path).returncode == 0  # makes .specrun/, ignored as a whole
+    for name in ("specrun.yaml", "suite.yaml", "bot.py"):
+        (tmp_path / name).unlink()
+    assert "updated .specrun/.gitignore" in init(tmp_path).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, capture_output=True, text=True
+    )
+    untracked = sorted(line[3:] for line in status.stdout.splitlines())
+    assert untracked == sorted(WRITTEN)  # the schemas are in; the runs and .specrun/.gitignore itself are not
+
+
 def test_editors_find_each_files_schema(tmp_path):
     init(tmp_path)
     for name, kind in [("specrun.yaml", "config"), ("agent.yaml", "agent"), ("suites/example.yaml", "suite")]:

@@ -109,7 +109,7 @@ def test_default_output_under_the_project_root(tmp_path):
     outputs = list(runs.glob("output-*.jsonl"))
     assert len(outputs) == 1 and len(outputs[0].stem) == len("output-20261130101010")
     assert f"Output:    .specrun/runs/{outputs[0].name}" in proc.stdout
-    assert (runs / ".gitignore").read_text().splitlines()[-1] == "*"  # git ignores it, project .gitignore or not
+    assert (tmp_path / ".specrun" / ".gitignore").read_text().splitlines()[-1] == "*"  # git ignores it
     # a second run does not pick up the first run's output as a suite
     proc = run(".", "-o", "output-again.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -17,6 +17,7 @@ def command(folder: Path) -> None:
 
     had_gitignore = (folder / ".gitignore").exists()
     for path in scaffold(folder, default_plugins().registry):
-        click.echo(f"  {'updated' if path == '.gitignore' and had_gitignore else 'created'} {path}")
+        updated = path == ".specrun/.gitignore" or (path == ".gitignore" and had_gitignore)
+        click.echo(f"  {'updated' if updated else 'created'} {path}")
     where = "" if folder.resolve() == Path.cwd().resolve() else f"cd {folder} && "
     click.echo(f"Next: {where}specrun     (runs suites/; then edit agent.yaml to test your own agent)")

@@ -67,8 +67,9 @@ import click
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
     """Run suites: every case against its agent, with a verdict a CI job can trust.
 
-    With no PATHS, the suites listed under `suites` in specrun.yaml. Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
-    3 specrun itself failed, 130/143 interrupted.
+    With no PATHS, the suites listed under `suites` in specrun.yaml. Exit codes: 0 all
+    passed, 1 a case failed or errored, 2 bad input or usage, 3 specrun itself failed,
+    130/143 interrupted.
     """
     import asyncio
 
@@ -132,9 +133,9 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         await session.aclose()
         return 0
     if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
-        from ..outputs import private_folder
+        from ..outputs import PRIVATE_FOLDER, private_folder
 
-        private_folder(Path(session.outputs[0]).parent)
+        private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from ..console import ConsoleReport
 
