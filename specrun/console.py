@@ -61,6 +61,17 @@ def own_stdout() -> IO[str] | None:
     return os.fdopen(fd, "w", 1 if out.line_buffering else -1, encoding=out.encoding, errors="replace")
 
 
+def reader_gone(out: IO[str]) -> None:
+    """stdout's reader went away: send what is still buffered for ``out`` and stdout to
+    /dev/null, so that it cannot fail the exit either (as pytest does)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for file in (out, sys.__stdout__):
+        if file is not None:
+            with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
+                os.dup2(devnull, file.fileno())
+    os.close(devnull)
+
+
 class ConsoleReport:
     """Prints the run as it goes: a plugin of the run, on the lifecycle hooks (after every other)."""
 
@@ -90,15 +101,9 @@ class ConsoleReport:
             self._reader_gone()
 
     def _reader_gone(self) -> None:
-        """stdout's reader went away: print nothing more, and send what is still buffered for
-        stdout to /dev/null, so that it cannot fail the exit either (as pytest does)."""
+        """stdout's reader went away: print nothing more (see ``reader_gone``)."""
         self._gone = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for out in (self.console.file, sys.__stdout__):
-            if out is not None:
-                with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
-                    os.dup2(devnull, out.fileno())
-        os.close(devnull)
+        reader_gone(self.console.file)
 
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .outputs import atomic_writer
+from .outputs import atomic_writer, private_folder
 
 logger = logging.getLogger("specrun.llm")
 
@@ -72,9 +72,7 @@ class DiskCache:
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         path = self._path(key)
         try:
-            if not self.root.is_dir():
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
+            private_folder(self.root)
             with atomic_writer(path) as fh:
                 json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
         except OSError as exc:  # a read-only checkout must not fail the run

@@ -21,15 +21,17 @@ from typing import Any
 
 from .case_rules import GeneratedLimits
 from .errors import UsageError
+from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
 from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
-from .outputs import check_outputs
+from .outputs import check_outputs, default_stream
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
 from .results import Result, RunInfo
 from .runner import Job, Runner, RunOptions
+from .selection import Selection
 from .stream import ResultStream
 
 
@@ -55,6 +57,8 @@ class RunRequest:
     connector: str | None = None
     simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
+    tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
+    keywords: str | None = None  # -k: an expression on substrings of case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
@@ -97,6 +101,7 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
+        self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = _models(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
@@ -104,7 +109,7 @@ class RunSession:
         self.outputs: list[str] = []  # the files the run writes, known once planned
         self._plan: Plan | None = None
         self._temporary: Path | None = None
-        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run)
+        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
 
     @property
     def direct(self) -> bool:
@@ -137,10 +142,15 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
+        select = self.selection.matches if self.selection else None
         agents = req.agents or req.agent
-        plan = build_plan(self.suites, self.project, self.plugins, agents, req.run_filter, req.connector, req.simulator)
+        plan = build_plan(self.suites, self.project, self.plugins, agents, select, req.connector, req.simulator)
+        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
         if not plan.pairs:
-            raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+            matching = f" match {self.selection.describe()}" if self.selection else ""
+            raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
+        if unknown:
+            self.notes.append(f"specrun: warning: {unknown}")
         if req.last_failed or req.failed_first:
             from .rerun import rerun_failed
 
@@ -164,8 +174,7 @@ class RunSession:
         self._plan = plan
         self.outputs = list(req.outputs)
         if not self.outputs and not self.direct:  # direct mode prints the answer instead
-            folder = self.first if self.first.is_dir() else self.first.parent
-            self.outputs = [str(folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl")]
+            self.outputs = [str(default_stream(self.project.root))]
         return plan
 
     async def run(self, console: object) -> RunSummary:
@@ -201,7 +210,8 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        run_plugins = [console, stream, *reporters, *([recorder] if recorder else [])]
+        ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
         record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],

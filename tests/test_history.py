@@ -115,14 +115,14 @@ def test_an_edited_case_has_a_new_content_hash_and_a_new_suites_hash(tmp_path):
 def test_no_history_flag_and_setting(tmp_path):
     root = project(tmp_path / "flag", CASES)
     assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
-    assert not (root / ".specrun").exists()
+    assert not (root / ".specrun" / "history.db").exists()  # (.specrun/runs/ has the result stream)
     root = project(tmp_path / "off", CASES, config="history: false\n")
     assert run_cli(["suite.jsonl"], root).returncode == 1
-    assert not (root / ".specrun").exists()
+    assert not (root / ".specrun" / "history.db").exists()
     root = project(tmp_path / "moved", CASES, config="history: {path: runs/h.sqlite, keep: 2}\n")
     for _ in range(3):
         run_cli(["suite.jsonl"], root)
-    assert not (root / ".specrun").exists()
+    assert not (root / ".specrun" / "history.db").exists()
     store = History.open(root, {"history": {"path": "runs/h.sqlite"}})
     assert len(store.runs()) == 2, "keep: the oldest run was dropped"
     kept = {r["id"] for r in store.runs()}

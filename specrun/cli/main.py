@@ -22,6 +22,7 @@ COMMANDS = {
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
     "view": "specrun.cli.view",
+    "init": "specrun.cli.init",
 }
 
 
@@ -67,8 +68,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     specrun suites/                 run every suite under suites/
+    specrun                         run the suites specrun.yaml lists
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
+    specrun init                    scaffold a project here
     """
     ctx.ensure_object(dict)["debug"] = debug
 

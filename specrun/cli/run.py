@@ -47,6 +47,8 @@ import click
     help="With --runs: a case passes when this % of its runs pass (more than 0).",
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
+@click.option("-m", "tags", metavar="EXPR", help="Only cases whose tags match: 'smoke and not slow' (pytest's -m).")
+@click.option("-k", "keywords", metavar="EXPR", help="Only cases whose id or name has these substrings (pytest's -k).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
 @click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
 @click.option(
@@ -76,16 +78,13 @@ import click
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
     """Run suites: every case against its agent, with a verdict a CI job can trust.
 
-    Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
-    3 specrun itself failed, 130/143 interrupted.
+    With no PATHS, the suites listed under `suites` in specrun.yaml. Exit codes: 0 all
+    passed, 1 a case failed or errored, 2 bad input or usage, 3 specrun itself failed,
+    130/143 interrupted.
     """
     import asyncio
 
-    from ..errors import UsageError
-
-    specs = [*paths, *inputs]
-    if not specs:
-        raise UsageError("nothing to run: give suite files or folders (e.g. specrun suites/), or -i")
+    specs = [*paths, *inputs] or _project_suites()
     _check_positional(paths)
     from ..outputs import OutputLocks
 
@@ -116,6 +115,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         connector=flags["connector"],
         simulator=flags["simulator"],
         run_filter=flags["run_filter"],
+        tags=flags["tags"],
+        keywords=flags["keywords"],
         reporter_agent=flags["reporter"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
@@ -144,16 +145,42 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
+    if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
+        from ..outputs import PRIVATE_FOLDER, private_folder
+
+        private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
-    console.output_paths = session.outputs
+    from ..problems import display_path
+
+    console.output_paths = [display_path(Path(o)) for o in session.outputs]
     summary = await session.run(console)  # a failed report raises, and keeps the stream
     if session.direct and not request.outputs:
         _print_direct(summary.stream)
     session.discard_stream()
     return summary.exit_code
+
+
+def _project_suites() -> list[str]:
+    """No paths given: the ``suites`` of the project's ``specrun.yaml`` (found from here up)."""
+    from ..errors import UsageError
+    from ..plugins import default_plugins
+    from ..project import Project
+
+    project = Project.discover(Path.cwd(), default_plugins().registry)
+    suites = project.config.get("suites")
+    if not suites:
+        raise UsageError(
+            "nothing to run: give suite files or folders (e.g. specrun suites/) or -i, or list them under"
+            " 'suites' in specrun.yaml (specrun init makes a project)"
+        )
+    paths = [os.path.relpath(project.root / suite) for suite in suites]
+    missing = [suite for suite, path in zip(suites, paths, strict=True) if not os.path.exists(path)]
+    if missing:
+        raise UsageError(f"{project.root / 'specrun.yaml'}: suites: no such file or folder: {', '.join(missing)}")
+    return paths
 
 
 def _check_positional(paths: tuple[str, ...]) -> None:
