@@ -269,12 +269,7 @@ class Runner:
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""
-        target = self.project.target(self.project.agent(agent_id))
-        session = target.session(context)
-        try:
-            return as_response(await session.send(messages))
-        finally:
-            await session.close()
+        return await self.project.call_agent(agent_id, messages, context)
 
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
