@@ -122,8 +122,11 @@ def build_plan(
                 _check_simulator(case, suite, project, simulator)
             for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
                 raise _located(missing_hook, suite, case, hook)
+            own_connector = case.options.get("connector") if not connector else None
+            if own_connector and not project.takes_model(agent):
+                raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
             try:
-                project.target(agent, connector)
+                project.target(agent, connector or own_connector)
             except UsageError as exc:  # an inline target mapping: point at the suite or case
                 if name or agent.path is not None:
                     raise
@@ -136,6 +139,14 @@ def build_plan(
             + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
         )
     return plan
+
+
+def _unused_connector(connector: str, agent: Agent) -> str:
+    return (
+        f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"
+        " model to replace (a connector sets the model of model-backed targets such as litellm; an agent that"
+        " reads it itself can take it from options.metadata)"
+    )
 
 
 def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:

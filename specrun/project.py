@@ -152,9 +152,17 @@ class Project:
 
     # -- targets --------------------------------------------------------------------------------
 
-    def target(self, agent: Agent, model: str | None = None) -> Target:
-        """The target instance of an agent (one per agent and run); ``model`` (``-c``) applies to
-        targets that take a ``model`` parameter."""
+    def connector_model(self, connector: str | None) -> str | None:
+        """The litellm model a connector id (``-c``, ``options.connector``) names: its entry in
+        ``specrun.yaml``'s ``connectors``, else the id itself."""
+        if not connector:
+            return None
+        return (self.config.get("connectors") or {}).get(connector, connector)
+
+    def target(self, agent: Agent, connector: str | None = None) -> Target:
+        """The target instance of an agent (one per agent and run); ``connector`` (``-c``, a
+        case's ``options.connector``) replaces the model of targets that take a ``model``."""
+        model = self.connector_model(connector)
         known = self._by_agent.get((id(agent), model))
         if known is not None:
             return known

@@ -250,6 +250,10 @@ class Runner:
             extra=dict(opts.extra_context),
         )
 
+    def connector_for(self, case: Case) -> str | None:
+        """The connector of a case: ``-c``, else its ``options.connector`` (the flag wins, as ``-u`` does)."""
+        return self.options.connector or case.options.get("connector") or None
+
     def _global_context(self) -> Context:
         return Context(
             case_id="",
@@ -354,7 +358,7 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.options.connector)
+        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
         session = target.session(ctx)
         try:
