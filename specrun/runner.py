@@ -32,10 +32,8 @@ from .kinds import Check, Session
 from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
-    DEFAULT_LOCALE,
-    DEFAULT_TEAM,
     DEFAULT_TIMEOUT,
-    DEFAULT_USER,
+    ENVIRONMENT_DEFAULTS,
     Case,
     Context,
     Message,
@@ -69,7 +67,8 @@ class RunOptions:
     user: str | None = None
     team: str | None = None
     locale: str | None = None
-    extra_context: dict[str, Any] = field(default_factory=dict)
+    extra_context: dict[str, Any] = field(default_factory=dict)  # --ctx, less the environment's fields
+    environment: dict[str, str] = field(default_factory=dict)  # --ctx values of the environment's fields
     before_all: str | None = None
     after_all: str | None = None
     connector: str | None = None
@@ -236,18 +235,29 @@ class Runner:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def context_for(self, case: Case, run: int) -> Context:
-        """The case environment: CLI flag > case field > project config > default."""
+    def environment(self, case: Case | None = None) -> dict[str, Any]:
+        """The case environment (V1's TestEnvironment), each field from the first that sets it:
+        CLI flag (``-u``, ``-t``, ``--locale``) > ``--ctx`` > case field > project config > default."""
         opts, config = self.options, self.project.config
+        flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
+        return {
+            name: flags.get(name)
+            or opts.environment.get(name)
+            or (getattr(case, name) if case is not None else None)
+            or config.get(name)
+            or default
+            for name, default in ENVIRONMENT_DEFAULTS.items()
+        }
+
+    def context_for(self, case: Case, run: int) -> Context:
+        """The context a case's agent, hooks and assertions see: its environment, options and metadata."""
         return Context(
             case_id=case.id,
-            user=opts.user or case.user or config.get("user") or DEFAULT_USER,
-            team=opts.team or case.team or config.get("team") or DEFAULT_TEAM,
-            locale=opts.locale or case.locale or config.get("locale") or DEFAULT_LOCALE,
             metadata=dict(case.metadata),
             options=dict(case.options),
             run=run,
-            extra=dict(opts.extra_context),
+            extra=dict(self.options.extra_context),
+            **self.environment(case),
         )
 
     def connector_for(self, case: Case) -> str | None:
@@ -255,13 +265,7 @@ class Runner:
         return self.options.connector or case.options.get("connector") or None
 
     def _global_context(self) -> Context:
-        return Context(
-            case_id="",
-            user=self.options.user or self.project.config.get("user") or DEFAULT_USER,
-            team=self.options.team or self.project.config.get("team") or DEFAULT_TEAM,
-            locale=self.options.locale or self.project.config.get("locale") or DEFAULT_LOCALE,
-            extra=dict(self.options.extra_context),
-        )
+        return Context(case_id="", extra=dict(self.options.extra_context), **self.environment())
 
     def hook_dirs(self, jobs: list[Job]) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""

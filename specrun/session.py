@@ -23,7 +23,7 @@ from .case_rules import GeneratedLimits
 from .errors import UsageError
 from .kinds import Reporter, SourceContext
 from .loader import Loader
-from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
+from .model import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Case, Suite, parse_duration
 from .outputs import check_outputs
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
@@ -165,6 +165,7 @@ class RunSession:
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
             self.models.preload()
         reporters, stream = self._reporters(self.outputs)
+        environment = self.runner.environment()
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             connector=req.connector,
@@ -173,9 +174,9 @@ class RunSession:
             runs=self.options.runs,
             parallel=self.options.parallel,
             timeout=self.options.timeout,
-            user=self.options.user or config.get("user") or "test-user",
-            team=self.options.team or config.get("team") or "test-team",
-            locale=self.options.locale or config.get("locale") or "en-us",
+            user=environment["user"],
+            team=environment["team"],
+            locale=environment["locale"],
             simulator=self.options.simulator,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             project_root=self.project.root,
@@ -247,6 +248,7 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         raise UsageError(f"--timeout: {exc}") from None
     if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
+    context = _read_context(request.context_file)
     return RunOptions(
         parallel=request.parallel or config.get("parallel") or 1,
         timeout=timeout,
@@ -255,7 +257,8 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         user=request.user,
         team=request.team,
         locale=request.locale,
-        extra_context=_read_context(request.context_file),
+        environment=_environment_of(context, request.context_file),
+        extra_context=context,
         before_all=request.before_all,
         after_all=request.after_all,
         connector=request.connector,
@@ -277,6 +280,23 @@ def _read_context(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"--ctx {path}: expected a mapping")
     return data
+
+
+def _environment_of(context: dict[str, Any], path: Path | None) -> dict[str, str]:
+    """Take the keys of ``--ctx`` named like the environment's fields (``user``, ``client_ip``, ...)
+    out of it: they set those fields for every case, so that ``ctx.user`` and
+    ``ctx.to_dict()["user"]`` agree. Keys specrun sets per case are refused."""
+    reserved = [key for key in ("case_id", "run", "metadata", "options") if key in context]
+    if reserved:
+        raise UsageError(
+            f"--ctx {path}: {', '.join(reserved)} cannot be set for every case"
+            " (case_id and run are specrun's; metadata and options are each case's)"
+        )
+    environment = {key: context.pop(key) for key in ENVIRONMENT_DEFAULTS if key in context}
+    for key, value in environment.items():
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"--ctx {path}: {key} must be a non-empty string, not {value!r}")
+    return environment
 
 
 def _models(project: Project, no_cache: bool) -> Any:

@@ -1,10 +1,11 @@
 """A validator agent judging a response from Python: V2's ``t.assert.Agent(response, validator, options)``.
 
-The judgement is the ``agent`` assertion's, run outside a suite: the validator is an agent of the
-specrun project around the working directory, called with ``options.metadata`` (``criteria``,
-``conversation``, ...) and ``test_mode: validator``, and answers a verdict with a score. Without
-a validator the built-in one (the configured judge model, see :mod:`specrun.testing.config`)
-judges ``options.metadata.criteria``.
+The judgement is the ``agent`` assertion's (the type that declares ``validator_param``), run
+outside a suite: the validator is an agent of the specrun project around the working
+directory, called with ``options.metadata`` (``criteria``, ``conversation``, ...) and
+``test_mode: validator``, and answers a verdict with a score. Without a validator the built-in
+one (the configured judge model, see :mod:`specrun.testing.config`) judges
+``options.metadata.criteria``.
 """
 
 from __future__ import annotations
@@ -53,15 +54,18 @@ async def judge_with_agent(
     from ..verdicts import evaluate_all
     from .clients import judge_client
 
+    registry = default_plugins().registry
+    kind = registry.declaring("assertion", "validator_param")
+    if kind is None:
+        raise UsageError("no installed assertion type runs validator agents (declares validator_param)")
     options = dict(options or {})
     params: dict[str, Any] = {"options": options}
     if validator:
-        params["use"] = "agents:" + validator.removeprefix("agents:")
+        params[kind.validator_param] = "agents:" + validator.removeprefix("agents:")
     if threshold is not None:
         params["threshold"] = float(threshold)
-    assertion = Assertion("agent", params)
-    registry = default_plugins().registry
-    problems = list(registry.get("assertion", "agent")().problems(assertion, Path.cwd()))
+    assertion = Assertion(kind.name, params)
+    problems = list(kind().problems(assertion, Path.cwd()))
     if problems:
         raise UsageError("; ".join(f"{name}: {message}" for name, message in problems))
     config = config or load_config()
