@@ -13,7 +13,7 @@ from .. import hookimpl
 from ..blocking import run_blocking
 from ..display import md_block, md_text, shorten, visible
 from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
-from ..imports import find_module, load_callable, split_ref
+from ..imports import find_module, load_callable, ref_problem, split_ref
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
@@ -138,6 +138,7 @@ __all__ = [
     "parse_verdict",
     "redact",
     "redact_json",
+    "ref_problem",
     "register_secret",
     "registrar",
     "retry_after",
