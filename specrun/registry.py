@@ -90,6 +90,14 @@ class Registry:
             raise UsageError("--simulator needs a simulator that takes an agent id; none is installed")
         return {"type": implied.name, implied.shorthand: default}
 
+    def named_reporter(self, spec: str) -> Any:
+        """The reporter ``-r report.NAME`` names (V1's built-in reporter agents: ``report.html``,
+        ``report.markdown``, ``report.json``, ``report.summary``, and any installed reporter by
+        its name), or None: then ``spec`` is a project agent (``agents:ID`` always is)."""
+        prefix, _, name = spec.partition(".")
+        entry = self.types["reporter"].get(name) if prefix == "report" else None
+        return entry.cls if entry is not None and not entry.cls.by_agent else None
+
     def reporter_for(self, path: str) -> Any:
         """The reporter class whose extension ends ``path`` (longest extension wins)."""
         best: tuple[int, Any] | None = None

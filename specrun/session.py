@@ -109,7 +109,8 @@ class RunSession:
         having checked first that no output would overwrite one."""
         req, registry = self.request, self.plugins.registry
         for output in req.outputs:
-            registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+            if not req.reporter_agent or output.lower().endswith(".jsonl"):  # -r writes any other -o file
+                registry.reporter_for(output)  # an unknown extension: before any source or lock runs
         given = [("-o", Path(o)) for o in req.outputs] + ([("--save", req.saving)] if req.saving else [])
         # Before any source runs; again once symbolic links and file: inputs have led to the suite files.
         reads = [Path(s) for s in req.inputs if os.path.isfile(s)] + ([req.context_file] if req.context_file else [])
@@ -206,20 +207,23 @@ class RunSession:
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a
-        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the reporter agent."""
+        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the
+        reporter it names (``report.html``) or by the reporter agent."""
         registry = self.plugins.registry
-        classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+        chosen = self.request.reporter_agent
+        writer = (registry.named_reporter(chosen) or registry.declaring("reporter", "by_agent")) if chosen else None
+        classes = [
+            (Path(o), registry.reporter_for(o) if writer is None or o.lower().endswith(".jsonl") else writer)
+            for o in outputs
+        ]
         path = next((p for p, cls in classes if cls is ResultStream), None)
         if path is None:
             folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
             folder.mkdir(parents=True, exist_ok=True)
             path = self._temporary = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
         agent: dict[str, Any] | None = None
-        if self.request.reporter_agent:
-            agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
-            agent["verbose"] = self.request.verbose
-            writer = registry.declaring("reporter", "by_agent")
-            classes = [(p, cls if cls is ResultStream else writer) for p, cls in classes]
+        if writer is not None and writer.by_agent:
+            agent = {"agent": chosen, "call_agent": self.runner.call_agent, "verbose": self.request.verbose}
         reporters = [cls(p, agent if cls.by_agent else None) for p, cls in classes if p != path]
         return reporters, ResultStream(path)
 
