@@ -429,10 +429,8 @@ class Runner:
         self.aggregator.add(result.record())
         assert self._lifecycle is not None
         self._lifecycle.call("case_finished", result=result)
-        if self._finished is not None:
-            self._finished.append(
-                {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
-            )
+        if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
+            self._finished.append(result.record())
 
     def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
