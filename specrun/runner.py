@@ -36,6 +36,7 @@ from .model import (
     DEFAULT_TEAM,
     DEFAULT_TIMEOUT,
     DEFAULT_USER,
+    TIMEOUT_ERROR,
     Case,
     Context,
     Message,
@@ -379,7 +380,7 @@ class Runner:
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
-            return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
+            return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = exc.response
             return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)

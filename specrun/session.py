@@ -15,7 +15,7 @@ import gc
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from .outputs import check_outputs
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
-from .results import Result, RunInfo
+from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
 from .stream import ResultStream
 
@@ -177,8 +177,10 @@ class RunSession:
             user=self.options.user or config.get("user") or "test-user",
             team=self.options.team or config.get("team") or "test-team",
             locale=self.options.locale or config.get("locale") or "en-us",
-            simulator=self.options.simulator,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            simulator=self.options.simulator or _simulators(plan),
+            started_at=utc_timestamp(),
+            agent_path=_agent_path(plan),
+            mode="dynamic" if all(case.dynamic for case, _ in plan.pairs) else "standard",
             project_root=self.project.root,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
@@ -242,6 +244,18 @@ class RunSession:
         await self.project.aclose()
         if self.models is not None:
             await self.models.aclose()
+
+
+def _simulators(plan: Plan) -> str | None:
+    """The simulator agents the plan's dynamic cases name (for the header), if any."""
+    uses = {str(c.simulator.get("use")) for c, _ in plan.pairs if c.dynamic and c.simulator and c.simulator.get("use")}
+    return ", ".join(sorted(uses)) or None
+
+
+def _agent_path(plan: Plan) -> str | None:
+    """The folder of the agent under test when one agent file serves every case (V2's ``agent_path``)."""
+    folders = {str(agent.base_dir) if agent.path is not None else None for _, agent in plan.pairs}
+    return folders.pop() if len(folders) == 1 else None
 
 
 def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:

@@ -173,7 +173,8 @@ def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
     except UsageError as exc:
         builtin = ""
         if spec.startswith("report."):
-            names = [f"report.{n}" for n, c in project.registry.classes("reporter").items() if not c.by_agent]
+            reporters = project.registry.classes("reporter").values()
+            names = sorted(f"report.{n}" for c in reporters if not c.by_agent for n in (c.name, *c.aliases))
             builtin = f"; the built-in reporters are {', '.join(names)}"
         raise UsageError(f"-r {spec}: not a built-in reporter, and {exc}{builtin}") from None
 

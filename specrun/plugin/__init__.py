@@ -61,7 +61,7 @@ from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
-from ..results import Result, RunInfo
+from ..results import Result, RunInfo, utc_timestamp
 from ..services import Models, Services
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
@@ -147,5 +147,6 @@ __all__ = [
     "shorten",
     "split_ref",
     "to_json",
+    "utc_timestamp",
     "visible",
 ]

@@ -1,4 +1,4 @@
-"""The ``.txt`` reporter: V1's ``report.summary``, a brief text summary of a run.
+"""The ``.txt`` reporter (``brief``): V1's ``report.summary``, a brief text summary of a run.
 
 Registered through register_reporters (see this package). A few lines: who was tested, the
 counts and pass rate, the duration, then one line per case that did not pass (at most
@@ -51,7 +51,8 @@ def lines(report: Report) -> list[str]:
 class SummaryReporter(WholeFileReporter):
     """A brief text summary (V1's ``report.summary``)."""
 
-    name = "summary"
+    name = "brief"
+    aliases = ("summary",)  # V1's report.summary
     description = "Brief text summary: counts, pass rate, duration, the cases that did not pass"
     extensions = (".txt",)
 
