@@ -276,9 +276,11 @@ class Reporter(Plugin):
 
     ``by_agent`` marks the reporter that writes every ``-o`` file but the stream when ``-r
     agents:ID`` is given (its options then hold ``agent``, ``call_agent``, ``verbose``).
+    ``-r report.NAME`` picks a reporter by its ``name`` or one of its ``aliases``.
     """
 
     extensions: ClassVar[tuple[str, ...]] = ()
+    aliases: ClassVar[tuple[str, ...]] = ()
     by_agent: ClassVar[bool] = False
 
     def __init__(self, path: Path, options: dict[str, Any] | None = None):

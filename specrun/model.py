@@ -24,6 +24,7 @@ ENVIRONMENT_DEFAULTS = {  # V1's TestEnvironment: what every case's context carr
     "accept": "standard",
 }
 DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOUT
+TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed's wording; counted as timeouts)
 DEFAULT_MAX_TURNS = 20
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")

@@ -34,6 +34,7 @@ from .limiter import CASE_DEADLINE
 from .model import (
     DEFAULT_TIMEOUT,
     ENVIRONMENT_DEFAULTS,
+    TIMEOUT_ERROR,
     Case,
     Context,
     Message,
@@ -382,7 +383,7 @@ class Runner:
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
-            return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
+            return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = exc.response
             return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
@@ -432,10 +433,8 @@ class Runner:
         self.aggregator.add(result.record())
         assert self._lifecycle is not None
         self._lifecycle.call("case_finished", result=result)
-        if self._finished is not None:
-            self._finished.append(
-                {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
-            )
+        if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
+            self._finished.append(result.record())
 
     def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).

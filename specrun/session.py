@@ -15,7 +15,7 @@ import gc
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from .outputs import check_outputs
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
-from .results import Result, RunInfo
+from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
 from .stream import ResultStream
 
@@ -109,7 +109,8 @@ class RunSession:
         having checked first that no output would overwrite one."""
         req, registry = self.request, self.plugins.registry
         for output in req.outputs:
-            registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+            if not req.reporter_agent or output.lower().endswith(".jsonl"):  # -r writes any other -o file
+                registry.reporter_for(output)  # an unknown extension: before any source or lock runs
         given = [("-o", Path(o)) for o in req.outputs] + ([("--save", req.saving)] if req.saving else [])
         # Before any source runs; again once symbolic links and file: inputs have led to the suite files.
         reads = [Path(s) for s in req.inputs if os.path.isfile(s)] + ([req.context_file] if req.context_file else [])
@@ -177,8 +178,10 @@ class RunSession:
             user=environment["user"],
             team=environment["team"],
             locale=environment["locale"],
-            simulator=self.options.simulator,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            simulator=self.options.simulator or _simulators(plan),
+            started_at=utc_timestamp(),
+            agent_path=_agent_path(plan),
+            mode="dynamic" if all(case.dynamic for case, _ in plan.pairs) else "standard",
             project_root=self.project.root,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
@@ -207,20 +210,23 @@ class RunSession:
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a
-        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the reporter agent."""
+        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the
+        reporter it names (``report.html``) or by the reporter agent."""
         registry = self.plugins.registry
-        classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+        chosen = self.request.reporter_agent
+        writer = (registry.named_reporter(chosen) or registry.declaring("reporter", "by_agent")) if chosen else None
+        classes = [
+            (Path(o), registry.reporter_for(o) if writer is None or o.lower().endswith(".jsonl") else writer)
+            for o in outputs
+        ]
         path = next((p for p, cls in classes if cls is ResultStream), None)
         if path is None:
             folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
             folder.mkdir(parents=True, exist_ok=True)
             path = self._temporary = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
         agent: dict[str, Any] | None = None
-        if self.request.reporter_agent:
-            agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
-            agent["verbose"] = self.request.verbose
-            writer = registry.declaring("reporter", "by_agent")
-            classes = [(p, cls if cls is ResultStream else writer) for p, cls in classes]
+        if writer is not None and writer.by_agent:
+            agent = {"agent": chosen, "call_agent": self.runner.call_agent, "verbose": self.request.verbose}
         reporters = [cls(p, agent if cls.by_agent else None) for p, cls in classes if p != path]
         return reporters, ResultStream(path)
 
@@ -239,6 +245,18 @@ class RunSession:
         await self.project.aclose()
         if self.models is not None:
             await self.models.aclose()
+
+
+def _simulators(plan: Plan) -> str | None:
+    """The simulator agents the plan's dynamic cases name (for the header), if any."""
+    uses = {str(c.simulator.get("use")) for c, _ in plan.pairs if c.dynamic and c.simulator and c.simulator.get("use")}
+    return ", ".join(sorted(uses)) or None
+
+
+def _agent_path(plan: Plan) -> str | None:
+    """The folder of the agent under test when one agent file serves every case (V2's ``agent_path``)."""
+    folders = {str(agent.base_dir) if agent.path is not None else None for _, agent in plan.pairs}
+    return folders.pop() if len(folders) == 1 else None
 
 
 def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.plugin import CaseStats, Reporter, Stream, atomic_writer, format_duration, scan, visible
+from specrun.plugin import CaseStats, Reporter, Stream, atomic_writer, format_duration, scan, utc_timestamp, visible
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
@@ -140,11 +139,13 @@ class Report:
     @property
     def metadata(self) -> dict[str, Any]:
         info = self.info
+        inputs = info.get("inputs") or []
         data: dict[str, Any] = {
             "started_at": info.get("started_at") or None,
-            "completed_at": self.summary.get("completed_at")
-            or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "inputs": info.get("inputs") or [],
+            "completed_at": self.summary.get("completed_at") or utc_timestamp(),
+            "timestamp": info.get("started_at") or None,  # V1's name for started_at
+            "inputs": inputs,
+            "input_file": ", ".join(inputs) or None,  # V2's name (one input: its path)
             "target": info.get("target"),
             "runs": info.get("runs") or self.summary.get("runs_per_case") or 1,
             "parallel": info.get("parallel"),
