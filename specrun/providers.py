@@ -9,6 +9,7 @@ user set them: no cost-map download and no ``.env`` loading behind the user's ba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -109,8 +110,9 @@ async def close_loop_clients() -> None:
         logger.debug("finding litellm's clients failed", exc_info=True)
         return
     for key in mine:
-        client = cache.cache_dict.pop(key, None)
-        cache.ttl_dict.pop(key, None)
+        with getattr(cache, "_write_lock", None) or contextlib.nullcontext():  # other threads use the cache
+            client = cache.cache_dict.pop(key, None)
+            cache.ttl_dict.pop(key, None)
         close = getattr(client, "aclose", None) or getattr(client, "close", None)
         try:
             done = close() if callable(close) else None
