@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from support.cli import run_cli
-from support.llm_server import LLMServer
+from support.llm_server import LLMServer, _last_user_text
 
 from .extract import Example, command_args
 
@@ -36,16 +36,6 @@ def keywords(text: str) -> dict[str, Any]:
         return CANNED[text]
     words = [w for w in re.findall(r"\w+", text.lower()) if len(w) > 2 or not w.isascii()]
     return {"keywords": words[:5], "need_search": text.rstrip().endswith("?"), "confidence": 0.99}
-
-
-def _last_user_text(body: dict[str, Any]) -> str:
-    for message in reversed(body.get("messages") or []):
-        if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, list):
-                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return str(content)
-    return ""
 
 
 def keyword_model() -> LLMServer:
