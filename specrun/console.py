@@ -245,7 +245,8 @@ class ConsoleReport:
             if usage.get("cost") is not None:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
-            rows[3] = ("Total", f"{summary.get('total')} cases x {summary['runs_per_case']} runs")
+            total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
+            rows = [(k, total if k == "Total" else v) for k, v in rows]
             rows += [
                 ("Stable", summary.get("stable_cases")),
                 ("Unstable", summary.get("unstable_cases")),

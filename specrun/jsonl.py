@@ -101,15 +101,17 @@ class _Spread:
         except PastLimit as limit:
             broken.append(Problem(self.display, limit.line + 1, limit.column + 1, str(limit)))
             return None, self._end_line(number - 1) or len(self.lines)
-        except json.JSONDecodeError as exc:
-            at, col, message = exc.lineno, exc.colno, exc.msg
+        except _Broken as exc:
+            at, col, message = exc.line, exc.column, exc.message
         below = self.lines[at - 1] if at > number else ""
-        end = self._end_line(number - 1)
         if below.lstrip()[:1] in ("{", "[") and col == _indent(below) == _indent(line):
             # a new value starts where this one should go on: this line lacks its end, as a broken
-            # line of one-per-line JSONL does (reported as such, and the next line is read)
-            at, col, message, end = number, first.colno, first.msg, number
-        elif end is None:  # nothing closes it: say where it starts (on the last line: what is wrong)
+            # line of one-per-line JSONL does (reported as such, and the next line is read). Found
+            # before any scan for its end, so a file of such lines is read in linear time.
+            broken.append(syntax_error(self.display, number, first.colno, "JSON", first.msg).problem)
+            return None, number
+        end = self._end_line(number - 1)  # each scan ends where reading goes on, or stops reading
+        if end is None:  # nothing closes it: say where it starts (on the last line: what is wrong)
             if any(rest.strip() for rest in self.lines[number:]):
                 at, col = number, _indent(line)
                 message = f"{line.strip()[0]} is never closed: the value that starts here has no end"
@@ -120,24 +122,39 @@ class _Spread:
 
     def _value(self, index: int) -> tuple[Record, int]:
         """The value that starts on 0-based line ``index``, and the 1-based number of its last
-        line; ``JSONDecodeError`` (positions in the file) or ``PastLimit`` when it is not one."""
-        text = self.text
+        line; ``_Broken`` or ``PastLimit`` (positions in the file) when it is not one.
+
+        It is read from a window of the lines below, doubled while the value goes on past it:
+        work in proportion to the value, not to the rest of the file (an error's position is
+        counted from the start of the text it was read from).
+        """
         start = self.starts[index] + _indent(self.lines[index]) - 1
-        try:
-            data, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError) as exc:
-            if isinstance(exc, json.JSONDecodeError):
-                raise
-            raise self._past(start) from None
-        segment = text[start:end]
+        span = _WINDOW
+        while True:
+            last = min(index + span, len(self.lines))
+            window = self.text[start : self.starts[last] - 1 if last < len(self.lines) else len(self.text)]
+            try:
+                data, end = _DECODER.raw_decode(window)
+                break
+            except json.JSONDecodeError as exc:
+                if last < len(self.lines) and exc.pos >= len(window.rstrip()):
+                    span *= 2  # the value goes on below the window
+                    continue
+                raise self._broken(start + exc.pos, exc.msg) from None
+            except (ValueError, RecursionError):  # the integer hook, or nesting deeper than the stack
+                raise self._past(start, index) from None
+        segment = window[:end]
         if segment.count("[") + segment.count("{") > MAX_DEPTH and too_deep(data):
-            raise self._past(start)
-        last = bisect.bisect_right(self.starts, end - 1) - 1
-        line_end = text.find("\n", end)
-        rest = text[end : len(text) if line_end < 0 else line_end]
+            raise self._past(start, index)
+        rest = window[end:].split("\n", 1)[0]
         if rest.strip():
-            raise json.JSONDecodeError("Extra data", text, end + len(rest) - len(rest.lstrip()))
-        return Record(data, index + 1, start - self.starts[index] + 1, segment=segment), last + 1
+            raise self._broken(start + end + len(rest) - len(rest.lstrip()), "Extra data")
+        last_line = bisect.bisect_right(self.starts, start + end - 1)
+        return Record(data, index + 1, start - self.starts[index] + 1, segment=segment), last_line
+
+    def _broken(self, offset: int, message: str) -> _Broken:
+        line = bisect.bisect_right(self.starts, offset)
+        return _Broken(line, offset - self.starts[line - 1] + 1, message)
 
     def _end_line(self, index: int) -> int | None:
         """The 1-based line where the brackets opened on 0-based line ``index`` are all closed
@@ -153,15 +170,25 @@ class _Spread:
                     return bisect.bisect_right(self.starts, token.start())
         return None
 
-    def _past(self, start: int) -> PastLimit:
-        """Where the value at ``start`` passes a limit, in 0-based file positions (the first
-        place past one from ``start`` on is inside that value)."""
-        found = past_limit(self.text[start:])
-        line = bisect.bisect_right(self.starts, start) - 1
+    def _past(self, start: int, index: int) -> PastLimit:
+        """Where the value at ``start`` (on 0-based line ``index``) passes a limit, in 0-based
+        file positions: the first place past one from ``start`` to the value's end is inside it."""
+        end = self._end_line(index)
+        found = past_limit(self.text[start : self.starts[end] if end is not None and end < len(self.starts) else None])
         if found.line == 0:
-            return PastLimit(str(found), line, start - self.starts[line] + found.column)
-        return PastLimit(str(found), line + found.line, found.column)
+            return PastLimit(str(found), index, start - self.starts[index] + found.column)
+        return PastLimit(str(found), index + found.line, found.column)
 
+
+class _Broken(Exception):
+    """A value that is not JSON, at a 1-based line and column of the file."""
+
+    def __init__(self, line: int, column: int, message: str):
+        super().__init__(message)
+        self.line, self.column, self.message = line, column, message
+
+
+_WINDOW = 64  # lines a value spread over lines is first read from
 
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]')
 

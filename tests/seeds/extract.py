@@ -146,7 +146,9 @@ def _unfenced(seed: str, lines: list[str]) -> list[Example]:
     heading, i = "", 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("yao agent test") or re.match(r"^(cd |pytest( -| \S+\.py|$)|pip install|export )", line):
+        if line.lstrip().startswith("yao agent test") or re.match(
+            r"^(cd |pytest( -| \S+\.py|$)|pip install|export )", line
+        ):
             j = i
             while lines[j].endswith("\\"):
                 j += 1
@@ -205,8 +207,8 @@ def _commands(seed: str, body: list[str], first: int, heading: str, keep_other: 
         while j < len(body) - 1 and body[j].endswith("\\"):
             j += 1
         text = "\n".join(body[i : j + 1])
-        if line.startswith("yao agent test"):
-            found.append(Example(seed, first + i, "command", text, heading))
+        if line.lstrip().startswith("yao agent test"):
+            found.append(Example(seed, first + i, "command", text.strip(), heading))
         elif line.strip() and not line.startswith("#") and keep_other:
             found.append(Example(seed, first + i, "bash", text, heading))
         i = j + 1
