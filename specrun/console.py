@@ -88,6 +88,7 @@ class ConsoleReport:
         self._cells: dict[tuple[str, str], dict[str, list[int]]] | None = None  # the agent x case matrix
         self.flaky: dict[str, None] = {}  # ids of the cases flaky in the run history, in order
         self.cached = 0  # results whose model calls were all answered from the cache
+        self.info: RunInfo | None = None
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
         if self._gone:
@@ -107,9 +108,13 @@ class ConsoleReport:
 
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:
+        self.info = info
         self.total = info.total_cases * info.runs
         self._cells = {} if len(info.agents) > 1 else None
-        title = "Agent Test" + (f" (Parallel: {info.parallel})" if info.parallel > 1 else "")
+        modes = (["Dynamic Mode"] if info.mode == "dynamic" else []) + (
+            [f"Parallel: {info.parallel}"] if info.parallel > 1 else []
+        )
+        title = "Agent Test" + (f" ({', '.join(modes)})" if modes else "")
         self._line(RULE)
         self._line((f" {title}", "bold"))
         self._line(RULE)
@@ -120,6 +125,7 @@ class ConsoleReport:
             ("Runs", str(info.runs) if info.runs > 1 else None),
             ("Simulator", info.simulator),
             ("Timeout", format_duration(info.timeout)),
+            ("Parallel", f"{info.parallel} concurrent" if info.parallel > 1 else None),
         ]
         for label, value in rows:
             if value:
@@ -146,8 +152,13 @@ class ConsoleReport:
         self.cached += result.cached
         if not self.quiet or result.status != "passed":
             self._print_case(result)
+        parallel = self.info.parallel if self.info else 1
+        running = min(parallel, self.total - self.done)  # the runner keeps every worker busy
+        progress = f"[Progress: {self.done}/{self.total} completed" + (f", {running} running...]" if running else "]")
         if self._live is not None and not self._gone:
-            self._live.update(Text(f"[Progress: {self.done}/{self.total} completed]", style="dim"))
+            self._live.update(Text(progress, style="dim"))
+        elif parallel > 1 and running and self.done % parallel == 0 and not self.quiet:
+            self._line((progress, "dim"))  # V2's running count, also in a log: once per batch of cases
 
     def _print_case(self, result: Result) -> None:
         case, record = result.case, result.record()
@@ -160,7 +171,7 @@ class ConsoleReport:
             "► ",
             (f"[{clean(case.id)}]", "bold"),
             f"{run} ",
-            clean(case.title, 48),
+            clean(case.title or case.id, 48),  # a dynamic case without a name has no input to show
             " ",
             (status, STYLE[result.status]),
             f" ({duration})",
@@ -201,16 +212,33 @@ class ConsoleReport:
         for i, turn in enumerate(turns):
             last = i == len(turns) - 1
             branch, pipe = ("└─", "   ") if last else ("├─", "│  ")
+            files = [str(name) for name in turn.get("attachments") or []]
             self._line(
                 f"  {branch} Turn {turn['turn']}: ",
                 f'"{clean(turn.get("input", ""), 40)}"',
+                f" + [{clean(', '.join(files), 60)}]" if files else "",
                 " → ",
                 f'"{clean(turn.get("output", ""), 40)}"',
             )
+            tools = [str(c.get("name")) for c in turn.get("tool_calls") or [] if isinstance(c, dict)]
+            called = f" (tool: {clean(', '.join(tools), 60)})" if tools else ""
             for cp in by_turn.get(turn["turn"], []):
-                self._line(f"  {pipe}└─ ", ("✓ checkpoint: ", "green"), clean(cp))
+                self._line(f"  {pipe}└─ ", ("✓ checkpoint: ", "green"), clean(cp), called)
+            if tools and not by_turn.get(turn["turn"]):
+                self._line(f"  {pipe}└─ ", ("tool: ", "cyan"), clean(", ".join(tools), 60))
         reached = sum(1 for c in checkpoints if c.get("passed"))
-        self._line(f"     {len(turns)} turns, {reached}/{len(checkpoints)} checkpoints")
+        count = f"{len(turns)} turn{'s' * (len(turns) != 1)}"
+        self._line(f"     {count}, {reached}/{len(checkpoints)} checkpoints")
+
+    def _duration(self, summary: dict[str, Any]) -> str:
+        """The run's wall time; in parallel, with V2's effective time per case run."""
+        seconds = summary.get("duration_ms", 0) / 1000
+        text = format_duration(seconds)
+        parallel = self.info.parallel if self.info else 1
+        runs = summary.get("total_runs") or 0
+        if parallel > 1 and runs:
+            text += f" (effective: {format_duration(seconds / runs)}/test with {parallel} parallel)"
+        return text
 
     def _print_matrix(self, agents: dict[str, dict[str, Any]]) -> None:
         """The agent x case matrix (✓ every run passed; else passed/runs), then each agent's totals."""
@@ -245,7 +273,11 @@ class ConsoleReport:
         self._line(THIN)
         self._line(" Summary")
         self._line(THIN)
-        rows = [
+        info = self.info
+        rows: list[tuple[str, Any]] = [
+            ("Agent", info.agent_id if info else None),
+            ("Connector", info.connector if info else None),
+            ("Simulator", info.simulator if info else None),
             ("Total", summary.get("total")),
             ("Passed", summary.get("passed")),
             ("Failed", summary.get("failed")),
@@ -253,7 +285,7 @@ class ConsoleReport:
             ("Skipped", summary.get("skipped") or None),
             ("Not run", summary.get("not_run") or None),
             ("Pass Rate", f"{summary['overall_pass_rate']}%" if summary.get("overall_pass_rate") is not None else None),
-            ("Duration", format_duration(summary.get("duration_ms", 0) / 1000)),
+            ("Duration", self._duration(summary)),
         ]
         usage = summary.get("usage")
         if usage:
@@ -261,7 +293,8 @@ class ConsoleReport:
             if usage.get("cost") is not None:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
-            rows[0] = ("Total", f"{summary.get('total')} cases x {summary['runs_per_case']} runs")
+            total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
+            rows = [(k, total if k == "Total" else v) for k, v in rows]
             rows += [
                 ("Stable", summary.get("stable_cases")),
                 ("Unstable", summary.get("unstable_cases")),

@@ -166,12 +166,21 @@ def _check_pair(
         _check_simulator(case, suite, project, simulator)
     for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
         raise _located(missing_hook, suite, case, hook)
+    own_connector = case.options.get("connector") if not connector else None
+    if own_connector and not project.takes_model(agent):
+        raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
     try:
-        project.target(agent, connector)
+        project.target(agent, connector or own_connector)
     except UsageError as exc:  # an inline target mapping: point at the suite or case
         if named or agent.path is not None:
             raise
         raise _located(exc, suite, case if own else None) from None
+def _unused_connector(connector: str, agent: Agent) -> str:
+    return (
+        f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"
+        " model to replace (a connector sets the model of model-backed targets such as litellm; an agent that"
+        " reads it itself can take it from options.metadata)"
+    )
 
 
 def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,9 @@ class Result:
         if self.response and self.response.warnings:
             data["warnings"] = self.response.warnings
         data["assertions"] = [a.to_dict() for a in self.assertions]
+        failing = [a for a in self.assertions if a.status in ("failed", "error")]
+        if failing:  # V2's field: the messages alone, for a quick look
+            data["assertion_errors"] = [f"{a.type}: {a.message or a.status}" for a in failing]
         if self.turns is not None:
             data["turns"] = self.turns
             data["checkpoints"] = self.checkpoints or []
@@ -173,6 +177,12 @@ def _encodes(keys: list[Any]) -> bool:
     return all(isinstance(k, str) for k in keys)
 
 
+def utc_timestamp() -> str:
+    """Now, in the one timestamp format of streams and reports: UTC to the second, as the seeds
+    write it (``2025-12-25T10:00:00Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass
 class RunInfo:
     """What a run is: shown in the console header and written as the report's metadata."""
@@ -190,7 +200,9 @@ class RunInfo:
     team: str = DEFAULT_TEAM
     locale: str = DEFAULT_LOCALE
     simulator: str | None = None
-    started_at: str = ""
+    started_at: str = ""  # utc_timestamp()
+    agent_path: str | None = None  # the folder of the agent under test, when there is one agent file
+    mode: str = "standard"  # "dynamic" when every case is (the console's header says so)
     project_root: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -198,6 +210,7 @@ class RunInfo:
         return {
             "agent_id": self.agent_id,
             **({"agents": self.agents} if len(self.agents) > 1 else {}),
+            "agent_path": self.agent_path,
             "target": self.target,
             "connector": self.connector,
             "inputs": self.inputs,
@@ -207,4 +220,5 @@ class RunInfo:
             "timeout_s": self.timeout,
             "environment": {"user_id": self.user, "team_id": self.team, "locale": self.locale},
             "started_at": self.started_at,
+            "timestamp": self.started_at,  # V1's name for it
         }

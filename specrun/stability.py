@@ -22,7 +22,7 @@ from typing import Any
 from .display import shorten
 from .errors import UsageError
 from .matrix import agent_totals, matrix
-from .model import to_json
+from .model import TIMEOUT_ERROR, to_json
 
 STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
@@ -107,7 +107,7 @@ class CaseStats:
     __slots__ = (
         "_m2 _mean agent completion_tokens cost errors failed file has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
-        "tags total_ms total_tokens"
+        "tags timeouts total_ms total_tokens"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None):
@@ -122,6 +122,7 @@ class CaseStats:
         self.min_pass_rate: float | None = self.own_gate if own is not None else gate
         self.order = order
         self.passed = self.failed = self.errors = self.skipped = 0
+        self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
@@ -155,6 +156,7 @@ class CaseStats:
             self.failed += 1
         else:
             self.errors += 1
+            self.timeouts += str(record.get("error") or "").startswith(TIMEOUT_ERROR)
         if status != "passed" and self.reason is None:
             self.reason = failure_reason(record)
         ms = float(record.get("duration_ms") or 0.0)
@@ -305,7 +307,7 @@ class Aggregator:
     def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
         """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
         verdicts: Counter[str] = Counter()
-        passed = failed = errors = skipped = 0
+        passed = failed = errors = skipped = timeouts = 0
         stable = unstable = all_passed = any_passed = 0
         usage_seen = False
         usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
@@ -316,6 +318,7 @@ class Aggregator:
             failed += c.failed
             errors += c.errors
             skipped += c.skipped
+            timeouts += c.timeouts
             total_ms += c.total_ms
             if c.runs:
                 stable += c.stable
@@ -343,6 +346,7 @@ class Aggregator:
             "runs_failed": failed,
             "runs_errors": errors,
             "runs_skipped": skipped,
+            "timeouts": timeouts,
             "overall_pass_rate": _pct(passed, executed),
             "stable_cases": stable,
             "unstable_cases": unstable,

@@ -56,7 +56,12 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write generated cases to FILE (.jsonl/.yaml/.json).",
 )
-@click.option("-r", "--reporter", help="A reporter agent (agents:ID) that writes the -o report from the results.")
+@click.option(
+    "-r",
+    "--reporter",
+    help="Who writes the -o reports: a built-in reporter (report.html, report.markdown, report.json,"
+    " report.summary) or a reporter agent (agents:ID).",
+)
 @click.option("--simulator", help="Default simulator agent id for dynamic cases.")
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
@@ -203,19 +208,28 @@ def _check_positional(paths: tuple[str, ...]) -> None:
 
 
 def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
-    """``-r`` names a project agent whose target builds, and has an ``-o`` file to write."""
+    """``-r`` names a built-in reporter (``report.html``) or a project agent whose target
+    builds, and has an ``-o`` file to write: checked before anything runs."""
     from ..errors import SuiteError, UsageError
 
-    if not flags["reporter"]:
+    spec = flags["reporter"]
+    if not spec:
         return
     if not flags["outputs"]:
-        raise UsageError("-r needs -o FILE: the reporter agent's answer is written there")
+        raise UsageError(f"-r needs -o FILE: the report is written there (e.g. -r {spec} -o report.html)")
+    if project.registry.named_reporter(spec) is not None:
+        return
     try:
-        project.target(project.agent(flags["reporter"].removeprefix("agents:")))
+        project.target(project.agent(spec.removeprefix("agents:")))
     except SuiteError:
         raise
     except UsageError as exc:
-        raise UsageError(f"-r {flags['reporter']}: {exc}") from None
+        builtin = ""
+        if spec.startswith("report."):
+            reporters = project.registry.classes("reporter").values()
+            names = sorted(f"report.{n}" for c in reporters if not c.by_agent for n in (c.name, *c.aliases))
+            builtin = f"; the built-in reporters are {', '.join(names)}"
+        raise UsageError(f"-r {spec}: not a built-in reporter, and {exc}{builtin}") from None
 
 
 def _loop_factory() -> Any:

@@ -13,7 +13,7 @@ from .. import hookimpl
 from ..blocking import run_blocking
 from ..display import md_block, md_text, shorten, visible
 from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
-from ..imports import find_module, load_callable, split_ref
+from ..imports import find_module, load_callable, ref_problem, split_ref
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
@@ -62,7 +62,7 @@ from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
-from ..results import Result, RunInfo
+from ..results import Result, RunInfo, utc_timestamp
 from ..services import Models, Services
 from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
@@ -143,6 +143,7 @@ __all__ = [
     "parse_verdict",
     "redact",
     "redact_json",
+    "ref_problem",
     "register_secret",
     "registrar",
     "retry_after",
@@ -151,5 +152,6 @@ __all__ = [
     "shorten",
     "split_ref",
     "to_json",
+    "utc_timestamp",
     "visible",
 ]

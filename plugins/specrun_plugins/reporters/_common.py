@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +22,7 @@ from specrun.plugin import (
     format_duration,
     matrix,
     scan,
+    utc_timestamp,
     visible,
 )
 
@@ -165,11 +165,13 @@ class Report:
     @property
     def metadata(self) -> dict[str, Any]:
         info = self.info
+        inputs = info.get("inputs") or []
         data: dict[str, Any] = {
             "started_at": info.get("started_at") or None,
-            "completed_at": self.summary.get("completed_at")
-            or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "inputs": info.get("inputs") or [],
+            "completed_at": self.summary.get("completed_at") or utc_timestamp(),
+            "timestamp": info.get("started_at") or None,  # V1's name for started_at
+            "inputs": inputs,
+            "input_file": ", ".join(inputs) or None,  # V2's name (one input: its path)
             "target": info.get("target"),
             "runs": info.get("runs") or self.summary.get("runs_per_case") or 1,
             "parallel": info.get("parallel"),

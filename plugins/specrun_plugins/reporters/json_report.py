@@ -54,9 +54,10 @@ def case_result(report: Report, case: CaseStats) -> dict[str, Any]:
 def report_summary(report: Report) -> dict[str, Any]:
     """The summary, with the agent's identity from the run's start line."""
     summary = {k: v for k, v in report.summary.items() if k != "type"}
-    for key in ("agent_id", "target", "connector"):
-        if report.info.get(key) and key not in summary:
-            summary[key] = report.info[key]
+    for key in ("agent_id", "agent_path", "connector"):  # the seeds' fields, null when not known
+        summary.setdefault(key, report.info.get(key))
+    if report.info.get("target"):
+        summary.setdefault("target", report.info["target"])
     return summary
 
 
