@@ -248,7 +248,7 @@ class History:
         """``case_id``'s results across runs, newest first, with each run's start and commit."""
         return self._rows(
             "SELECT c.run_id, r.started_at, r.git_commit, c.run_index, c.agent, c.suite, c.line, c.status,"
-            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash"
+            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash, c.result"
             " FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
             " ORDER BY r.started_at DESC, r.id DESC, c.run_index DESC LIMIT ?",
             [case_id, limit],

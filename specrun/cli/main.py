@@ -21,6 +21,7 @@ COMMANDS = {
     "schema": "specrun.cli.schema",
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
+    "history": "specrun.cli.history",
 }
 
 
@@ -68,6 +69,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     specrun suites/                 run every suite under suites/
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
+    specrun history                 recent runs; --flaky for the flaky cases
     """
     ctx.ensure_object(dict)["debug"] = debug
 
