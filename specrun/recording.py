@@ -50,7 +50,10 @@ def content_hash(case: Case) -> str:
         [case.before, case.after, case.user, case.team, case.locale, case.skip, case.timeout, case.max_turns],
         case.min_pass_rate,
     ]
-    return _digest(json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str))
+    try:
+        return _digest(to_json(definition))
+    except ValueError:  # NaN in a case (strict JSON refuses it)
+        return _digest(json.dumps(definition, default=str))
 
 
 def mark_flaky(history: History, jobs: list[Job], root: Path) -> None:
@@ -143,7 +146,7 @@ class HistoryRecorder:
                 int(result.cached),
                 _digest(to_json([record.get("output"), record.get("tool_calls")])),
                 content,
-                redact_json(result.line),
+                result.public_line,
             )
         )
         if len(self._pending) == 1:
