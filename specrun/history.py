@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
-DEFAULT_KEEP = 200  # runs kept; older ones are dropped at the end of a run
+DEFAULT_KEEP = 100  # runs kept; older ones are dropped at the end of a run
 FORMAT = 1  # PRAGMA user_version of the schema below
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another run's (each holds the lock for microseconds)
 

@@ -371,3 +371,28 @@ def test_history_command_on_a_bad_database_is_a_clear_error(tmp_path):
     done = run_cli(["history"], root)
     assert done.returncode == 2 and "is not a readable specrun history" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_interrupted_run_is_recorded_whole_and_its_cut_case_is_no_failure(tmp_path):
+    cases = [case("quick", "a 0", "a"), case("cut", "b 60", "b"), case("wrong", "c 0", "nope")]
+    root = project(tmp_path, cases, function="slow")
+    assert run_cli(["suite.jsonl", "--dry-run"], root).returncode == 0
+    assert not (root / ".specrun").exists(), "--dry-run records nothing"
+    proc = subprocess.Popen(
+        [SPECRUN, "suite.jsonl", "-o", "out.jsonl", "--parallel", "3"], cwd=root, stdout=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (root / "out.jsonl").exists() and (root / "out.jsonl").read_text().count('"type": "result"') >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    store = history(root)
+    [run] = store.runs()
+    assert run["interrupted"] == 1 and run["ended_at"] and run["total"] == 3
+    cut = {c["case_id"]: (c["status"], c["error"]) for c in store.cases(run["id"])}
+    assert cut == {"quick": ("passed", None), "cut": ("error", "interrupted"), "wrong": ("failed", None)}
+    done = run_cli(["suite.jsonl", "--lf", "-o", "again.jsonl"], root)
+    assert "rerunning the 1 case that failed last time" in done.stderr
+    assert list(statuses(root / "again.jsonl")) == ["wrong"]
