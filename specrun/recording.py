@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import secrets
-import sqlite3
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -108,8 +107,8 @@ class HistoryRecorder:
         self._cases: dict[int, tuple[str, str, str]] = {}  # id(case) -> suite key, agent id, content hash
         self._pending: list[tuple[Any, ...]] = []
         self._failure: str | None = None
-        self._writer = concurrent.futures.ThreadPoolExecutor(1, "specrun-history")
-        self._writes: list[concurrent.futures.Future[None]] = []
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, "specrun-history")  # one: writes stay in order
+        self._last: concurrent.futures.Future[None] | None = None
 
     @hookimpl
     def run_started(self, info: RunInfo) -> None:
@@ -132,7 +131,8 @@ class HistoryRecorder:
 
     @hookimpl
     def case_finished(self, result: Result) -> None:
-        self._check(wait=False)
+        if self._failure:
+            raise HistoryError(self._failure)
         record = result.record()
         suite, agent, content = self._cases[id(result.case)]
         usage = record.get("usage") or {}
@@ -169,21 +169,17 @@ class HistoryRecorder:
     def _write(self, method: Callable[..., None], *args: Any) -> None:
         """Queue a write for the writer thread (see the module docstring)."""
         if not self._failure:
-            self._writes.append(self._writer.submit(method, *args))
+            self._last = self._writer.submit(self._do, method, *args)
 
-    def _check(self, wait: bool) -> None:
-        """Raise the first write that failed (the run then ends with exit 3 naming it); with
-        ``wait``, once every queued write is done."""
-        done = self._writes if wait else [w for w in self._writes if w.done()]
-        for write in done:
-            error = write.exception()
-            if isinstance(error, sqlite3.Error):
-                self._failure = f"cannot write the run history {self.history.path}: {error}"
-            elif error is not None:
-                raise error
-        self._writes = [w for w in self._writes if w not in done]
+    def _do(self, method: Callable[..., None], *args: Any) -> None:
+        """In the writer thread: one write; its failure is kept and raised at the next hook
+        (the run then ends with exit 3 naming it), and no write is made after it."""
         if self._failure:
-            raise HistoryError(self._failure)
+            return
+        try:
+            method(*args)
+        except Exception as exc:
+            self._failure = f"cannot write the run history {self.history.path}: {type(exc).__name__}: {exc}"
 
     @hookimpl
     def run_finished(self, summary: dict[str, Any]) -> None:
@@ -197,8 +193,9 @@ class HistoryRecorder:
             "summary": redact_json(to_json(summary)),
         }
         self._write(self.history.end_run, self.run_id, totals)
-        try:
-            self._check(wait=True)
-        finally:
-            self._writer.submit(self.history.close)
-            self._writer.shutdown(wait=False)
+        if self._last is not None:
+            self._last.result()  # every write so far is done (one thread: in order)
+        self._writer.submit(self.history.close)
+        self._writer.shutdown(wait=False)
+        if self._failure:
+            raise HistoryError(self._failure)

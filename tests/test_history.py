@@ -396,3 +396,36 @@ def test_an_interrupted_run_is_recorded_whole_and_its_cut_case_is_no_failure(tmp
     done = run_cli(["suite.jsonl", "--lf", "-o", "again.jsonl"], root)
     assert "rerunning the 1 case that failed last time" in done.stderr
     assert list(statuses(root / "again.jsonl")) == ["wrong"]
+
+
+def test_the_git_commit_is_recorded_and_secrets_in_the_command_line_are_masked(tmp_path):
+    root = project(tmp_path, CASES)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=root, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    env = {**os.environ, "SUPPORT_API_KEY": "hunter2-not-a-real-key"}
+    run_cli(["suite.jsonl", "-u", "hunter2-not-a-real-key"], root, env)
+    [run] = history(root).runs()
+    assert run["git_commit"] == head
+    assert run["argv"] == ["suite.jsonl", "-u", "[REDACTED:SUPPORT_API_KEY]"]
+    stored = b"".join(p.read_bytes() for p in (root / ".specrun").glob("history.db*"))  # the WAL too
+    assert b"[REDACTED:SUPPORT_API_KEY]" in stored and b"hunter2" not in stored
+
+
+def test_a_history_that_cannot_be_written_fails_the_run_with_exit_3_and_keeps_every_result(tmp_path, monkeypatch):
+    import specrun.history
+
+    root = project(tmp_path, CASES)
+    run_cli(["suite.jsonl"], root)
+    monkeypatch.setattr(specrun.history, "BUSY_TIMEOUT_S", 0.2)  # not 30 s: another run holds the lock
+    with sqlite3.connect(root / ".specrun" / "history.db", isolation_level=None) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        done = run_cli(["suite.jsonl", "-o", "out.jsonl"], root)
+        holder.execute("ROLLBACK")
+    assert done.returncode == 3, done.stderr
+    assert "HistoryRecorder failed: HistoryError: cannot write the run history" in done.stderr
+    assert "database is locked" in done.stderr and "Traceback" not in done.stderr
+    assert len(statuses(root / "out.jsonl")) == 3, "the stream has every result"
+    assert len(history(root).runs()) == 1
