@@ -164,12 +164,15 @@ class History:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if path.parent.name == ".specrun":
                     (path.parent / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open the run history {path}: {exc}{_FIX}") from None
         try:
             _prepare(db, path)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:  # locked past the timeout, a read-only folder
+            db.close()
+            raise HistoryError(f"cannot open the run history {path}: {exc}{_FIX}") from None
+        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
             db.close()
             raise HistoryError(f"{path} is not a readable specrun history ({exc}){_MOVE}") from None
         except HistoryError:
@@ -195,7 +198,8 @@ class History:
             row = dict(zip(names, values, strict=True))
             for column in _JSON_COLUMNS:
                 if isinstance(row.get(column), str):
-                    row[column] = json.loads(row[column])
+                    with contextlib.suppress(ValueError):  # written by hand: left as text
+                        row[column] = json.loads(row[column])
             rows.append(row)
         return rows
 
