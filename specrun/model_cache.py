@@ -56,7 +56,7 @@ class DiskCache:
             if not self.root.is_dir():
                 self.root.mkdir(parents=True, exist_ok=True)
                 (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            with atomic_writer(path) as fh:
+            with atomic_writer(path, durable=False) as fh:  # run on the event loop: no fsync wait
                 json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
         except OSError as exc:  # a read-only checkout must not fail the run
             logger.warning("cannot write model cache entry %s: %s", path, exc)

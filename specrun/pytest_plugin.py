@@ -179,7 +179,7 @@ class SuiteFile(pytest.File):
             and not collect_only
             and plan.needs_model(state.plugins.registry, session.project.config)
         ):
-            session.models.preload()
+            session.models.preload(plan.model_uses(state.plugins.registry))
         for case, agent in plan.pairs:
             yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, run_session=session)
 

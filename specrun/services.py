@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -10,7 +10,7 @@ from .errors import EvaluationError
 from .model import Case, Context, Message, Response, Usage
 
 if TYPE_CHECKING:
-    from .models import Completion
+    from .llm import Completion
     from .project import Agent
 
 T = TypeVar("T")
@@ -27,6 +27,23 @@ def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, 
     if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
         return True
     return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+
+
+ModelUse = tuple[str | None, Mapping[str, Any] | None]
+
+
+def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
+    """The ``(model, params)`` a case names beyond the run's own models (for
+    ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
+    a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
+    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
+        if isinstance(model := assertion.params.get("model"), str):
+            yield model, None
+    if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
+        yield model, None
+    if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
+        params = agent.target.get("params")
+        yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
 
 
 class Models(Protocol):

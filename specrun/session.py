@@ -163,7 +163,7 @@ class RunSession:
         assert self._plan is not None, "plan() first"
         plan, req, config = self._plan, self.request, self.project.config
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
-            self.models.preload()
+            self.models.preload(plan.model_uses(self.plugins.registry))
         reporters, stream = self._reporters(self.outputs)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
