@@ -79,9 +79,8 @@ def from_litellm(litellm: Any, response: Any) -> Completion:
 def from_json(answer: dict[str, Any], asked: str) -> Completion:
     """An OpenAI chat-completion JSON answer as a Completion, read and priced as litellm does:
     by the answer's model, then the model ``asked`` for."""
-    choice = answer["choices"][0] if isinstance(answer["choices"][0], dict) else {}
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-    data = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+    choice = _mapping(answer["choices"][0])
+    message, data = _mapping(choice.get("message")), _mapping(answer.get("usage"))
     prompt, completion = int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0)
     models = [m for m in (answer.get("model"), asked) if isinstance(m, str) and m]
     usage = Usage(prompt, completion, int(data.get("total_tokens") or prompt + completion), prices.cost(models, data))
@@ -97,3 +96,7 @@ def from_json(answer: dict[str, Any], asked: str) -> Completion:
         raw=answer,
         finish_reason=choice.get("finish_reason"),
     )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -42,6 +42,7 @@ from .providers import (
     retryable,
 )
 from .redact import redact, register
+from .services import Parsed
 from .wire import openai_messages
 
 logger = logging.getLogger("specrun.llm")
@@ -148,7 +149,7 @@ class ModelClient:
         run's suites and agents name (model None: the client's; params None: the client's)."""
         fallback = self.default_model or os.environ.get(MODEL_ENV)
         own = [m for p in ("judge", "simulator") if (m := self.models.get(p) or fallback)]
-        calls = [(m, self.params) for m in own]
+        calls: list[tuple[str, Mapping[str, Any]]] = [(m, self.params) for m in own]
         for model, params in uses:
             calls += [(m, self.params if params is None else params) for m in ([model] if model else own)]
         return any(route(m, [], p) is None for m, p in calls)
@@ -268,6 +269,7 @@ class ModelClient:
         def send(params: dict[str, Any]) -> Awaitable[Any]:
             if direct is not None:
                 return self.direct.send(direct, chat, params)
+            assert litellm is not None
             return litellm.acompletion(model=chosen, messages=chat, **params)
 
         response, attempts = await self._call(send, chosen, kwargs, purpose, secrets)
@@ -353,12 +355,12 @@ class ModelClient:
         *,
         reminder: str = "Reply with the JSON object only.",
         **kwargs: Any,
-    ) -> tuple[T, Usage]:
+    ) -> Parsed[T]:
         """Ask for JSON and ``parse`` the reply; an unusable reply is asked for once more.
 
         ``parse`` raises ``ValueError`` (its text is shown) for a reply it cannot use. A second
-        unusable reply is an ``EvaluationError`` quoting it: never a silent pass or fail.
-        Returns the parsed value and the usage of every call made.
+        unusable reply is the result's ``problem``, quoting it: never a silent pass or fail.
+        Either way the result carries the usage of every call made.
         """
         usage = Usage()
         history = list(messages)
@@ -369,7 +371,7 @@ class ModelClient:
             usage.add(completion.usage)
             text = completion.text
             try:
-                return parse(text), usage
+                return Parsed(parse(text), usage)
             except ValueError as exc:
                 problem = str(exc)
                 if completion.key is not None and self.cache is not None:
@@ -384,9 +386,7 @@ class ModelClient:
                     },
                 ]
         excerpt = " ".join(text.split())[:200]
-        error = EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
-        error.usage = usage  # what the unusable replies cost
-        raise error
+        return Parsed(None, usage, f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
 
     async def aclose(self) -> None:
         """Close the pooled HTTP clients (the direct route's, litellm's), so that a finished run exits."""

@@ -62,7 +62,7 @@ from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
 from ..results import Result, RunInfo
-from ..services import Models, Services
+from ..services import Models, Parsed, Services
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
@@ -90,6 +90,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "Models",
+    "Parsed",
     "PatternError",
     "Plugin",
     "PluginError",
