@@ -141,8 +141,10 @@ class DirectClient:
 
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=0, loop=loop)
-            self._session, self._loop = aiohttp.ClientSession(connector=connector), loop
+            # No pool limit (the run's parallelism and the limiter bound it); proxies from the
+            # environment (HTTPS_PROXY, NO_PROXY) as litellm's HTTP client honours them.
+            connector = aiohttp.TCPConnector(limit=0)
+            self._session, self._loop = aiohttp.ClientSession(connector=connector, trust_env=True), loop
         return self._session
 
     async def send(self, to: Route, messages: list[dict[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
@@ -155,7 +157,7 @@ class DirectClient:
         timeout = aiohttp.ClientTimeout(total=float(params.get("timeout") or 600))
         try:
             async with self._client().post(to.url, data=json.dumps(body), headers=headers, timeout=timeout) as reply:
-                text = await reply.text()
+                text = (await reply.read()).decode("utf-8", "replace")
                 status, reply_headers = reply.status, {k.lower(): v for k, v in reply.headers.items()}
         except aiohttp.ClientError:  # refused, dropped, reset: litellm's "Connection error."
             raise failure(500, "Connection error.") from None
