@@ -163,7 +163,10 @@ class RunSession:
         assert self._plan is not None, "plan() first"
         plan, req, config = self._plan, self.request, self.project.config
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
-            self.models.preload(plan.model_uses(self.plugins.registry))
+            uses = plan.model_uses(self.plugins.registry)
+            if req.connector:  # -c replaces the targets' model
+                uses.append((req.connector, {}))
+            self.models.preload(uses)
         reporters, stream = self._reporters(self.outputs)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),

@@ -193,7 +193,14 @@ def test_every_openai_price_matches_litellm_s_own_cost(monkeypatch):
     assert checked > 200
 
 
-def test_a_run_judged_on_an_openai_compatible_backend_never_imports_litellm(tmp_path):
+@pytest.mark.parametrize(
+    ("judge_model", "imports_litellm"),
+    [
+        (None, False),  # the project's openai/ judge: the direct route only
+        ("hosted_vllm/judge", True),  # an assertion's own model that only litellm reaches
+    ],
+)
+def test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it(tmp_path, judge_model, imports_litellm):
     with LLMServer() as server:
         server.responder = lambda body: (
             {"content": {"passed": True, "score": 1.0, "reason": "ok"}}
@@ -206,8 +213,10 @@ def test_a_run_judged_on_an_openai_compatible_backend_never_imports_litellm(tmp_
         (tmp_path / "agent.yaml").write_text(
             f"target: {{type: http, url: '{server.base_url}/chat/completions', format: openai}}\n"
         )
+        own = f", model: {judge_model}" if judge_model else ""
         (tmp_path / "suite.yaml").write_text(
-            "cases:\n  - id: judged\n    input: hello\n    assertions:\n      - {type: llm, criteria: Says echo.}\n"
+            "cases:\n  - id: judged\n    input: hello\n    assertions:\n"
+            f"      - {{type: llm, criteria: Says echo.{own}}}\n"
         )
         code = (
             "import sys\nfrom specrun.cli.main import main\n"
@@ -219,7 +228,7 @@ def test_a_run_judged_on_an_openai_compatible_backend_never_imports_litellm(tmp_
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
         )
-    assert done.stdout.split()[-2:] == ["0", "False"], done.stdout + done.stderr
+    assert done.stdout.split()[-2:] == ["0", str(imports_litellm)], done.stdout + done.stderr
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     result = next(r for r in records if r["type"] == "result")
     assert result["status"] == "passed" and result["assertions"][0]["details"]["usage"]["total_tokens"] == 15
