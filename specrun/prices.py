@@ -16,6 +16,7 @@ import functools
 import importlib.util
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -48,10 +49,11 @@ def entry(model: str) -> dict[str, Any] | None:
 
 
 def priceable(model: str) -> bool:
-    """Whether :func:`cost` prices ``model`` as litellm does: litellm's table is readable and
-    the model is absent from it (no price) or an OpenAI model with per-token rates only."""
-    if table() is None:
-        return False
+    """Whether :func:`cost` prices ``model`` as litellm does: litellm reads its bundled table
+    (specrun's default), which is readable, and the model is absent from it (no price) or an
+    OpenAI model with per-token rates."""
+    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True").lower() != "true" or table() is None:
+        return False  # litellm prices from the list it downloads: only litellm can price alike
     found = entry(model)
     if found is None:
         return True

@@ -71,6 +71,8 @@ def test_the_route_is_direct_only_for_what_litellm_sends_unchanged(monkeypatch):
         assert route(model, messages, params) is None, (model, messages, params)
     monkeypatch.setenv("OPENAI_API_KEY", "from-env")
     assert route("openai/gpt-4o-mini", USER, {"api_base": base["api_base"]}) is not None
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "False")  # litellm downloads its prices
+    assert route("openai/gpt-4o-mini", USER, base) is None
 
 
 async def test_an_answer_text_tool_calls_usage_and_cost_are_the_same_on_both_routes(server):
