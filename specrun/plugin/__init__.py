@@ -63,7 +63,7 @@ from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
 from ..results import Result, RunInfo, utc_timestamp
-from ..services import Models, Services
+from ..services import Models, Parsed, Services
 from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
@@ -93,6 +93,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "Models",
+    "Parsed",
     "PatternError",
     "Plugin",
     "PluginError",
