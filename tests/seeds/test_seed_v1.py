@@ -60,9 +60,10 @@ def test_suite_runs_unchanged(example: Example, tmp_path: Path, model: Any) -> N
 KEYWORD = "assistants/keyword"
 
 
-def _stream(folder: Path) -> list[dict[str, Any]]:
-    """The records of the one default result stream (output-<timestamp>.jsonl) in ``folder``."""
-    (found,) = sorted(folder.glob("output-*.jsonl"))
+def _stream(root: Path) -> list[dict[str, Any]]:
+    """The records of the one default result stream: ``.specrun/runs/output-<timestamp>.jsonl``
+    under the project root (V1 writes it next to the input; see docs/seeds.md)."""
+    (found,) = sorted((root / ".specrun" / "runs").glob("output-*.jsonl"))
     return list(stream_records(found))
 
 
@@ -90,7 +91,7 @@ def _report(name: str, starts: str) -> Callable[[Any, Path, Any], None]:
 def _default(runs: int = 1, **start: Any) -> Callable[[Any, Path, Any], None]:
     def check(run: Any, cwd: Path, model: Any) -> None:
         root = next(p for p in (cwd, *cwd.parents) if (p / "specrun.yaml").is_file())
-        first = _passed(_stream(root / KEYWORD / "tests"), runs)  # next to the input, as V1 says
+        first = _passed(_stream(root), runs)
         for key, value in start.items():
             got = first["environment"][key] if key in ("user_id", "team_id") else first[key]
             assert got == value, (key, got)
