@@ -273,3 +273,26 @@ def test_report_summary_is_a_brief_text_naming_what_failed(tmp_path: Path, model
     assert "Total: 2, Passed: 1, Failed: 1, Errors: 0, Skipped: 0" in text
     assert "❌ T2 - Failed: equals:" in text and text.rstrip().endswith("Result: FAILED")
     assert len(text.splitlines()) < 10
+
+
+@pytest.mark.parametrize(
+    ("reporter", "starts"),
+    [
+        ("report.html", "<!doctype html>"),
+        ("report.markdown", "# specrun report"),
+        ("report.json", '{\n  "specrun_report"'),
+        ("report.summary", "Agent Test Summary"),
+    ],
+)
+def test_a_built_in_reporter_named_by_r_writes_any_o_file(
+    reporter: str, starts: str, tmp_path: Path, model: Any
+) -> None:
+    """V1's built-in reporter agents: -r names the format, whatever the -o file is called; the
+    .jsonl stream stays a stream."""
+    root = project(tmp_path)
+    write_suite(root / KEYWORD / "tests/inputs.jsonl", INPUTS)
+    cwd = root / KEYWORD
+    run = specrun(["-i", "tests/inputs.jsonl", "-r", reporter, "-o", "report.out", "-o", "out.jsonl"], cwd, model)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (cwd / "report.out").read_text("utf-8").startswith(starts)
+    assert next(stream_records(cwd / "out.jsonl"))["type"] == "start"
