@@ -8,7 +8,7 @@ matching hook in :mod:`specrun.hookspecs`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -31,6 +31,14 @@ class Plugin:
     description: ClassVar[str] = ""
     params_schema: ClassVar[dict[str, Any]] = {"properties": {}}
     needs_model: ClassVar[bool] = False  # True when it calls a model: the run then preloads litellm
+    label_params: ClassVar[tuple[str, ...]] = ()  # parameters naming what it runs (a script, an agent)
+
+    @classmethod
+    def label(cls, params: Mapping[str, Any]) -> str:
+        """How messages name one configured use: the name, then the first ``label_params``
+        value given (``script checks.py:total``, ``agent reviewer``)."""
+        given = next((params[p] for p in cls.label_params if isinstance(params.get(p), str)), None)
+        return f"{cls.name} {given}" if given else cls.name
 
 
 # -- assertions -------------------------------------------------------------------------------
@@ -46,6 +54,8 @@ class Verdict:
     actual: Any = None
     score: float | None = None
     details: dict[str, Any] | None = None
+    usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
+    error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
 
 
 def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
@@ -80,12 +90,16 @@ class AssertionType(Plugin):
     ``agent_params`` names the parameters that name a project agent the type calls (``use``):
     generated cases may name only the agents ``specrun.yaml`` allows there;
     ``expected_param``, set on one installed type, makes it what a case's bare ``expected``
-    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``.
+    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
+    ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
+    ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
+    the type's built-in validator).
     """
 
     data_only: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
+    validator_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
@@ -272,9 +286,11 @@ class Reporter(Plugin):
 
     ``by_agent`` marks the reporter that writes every ``-o`` file but the stream when ``-r
     agents:ID`` is given (its options then hold ``agent``, ``call_agent``, ``verbose``).
+    ``-r report.NAME`` picks a reporter by its ``name`` or one of its ``aliases``.
     """
 
     extensions: ClassVar[tuple[str, ...]] = ()
+    aliases: ClassVar[tuple[str, ...]] = ()
     by_agent: ClassVar[bool] = False
 
     def __init__(self, path: Path, options: dict[str, Any] | None = None):

@@ -165,6 +165,8 @@ class Loader:
                 return problems, 0, first
 
         defaults = self._defaults(doc, suite, generated)
+        if doc.top is not None and suite.target is not None and suite.targets is not None:
+            report(doc.top, [], ["targets"], "give 'target' or 'targets', not both", True)
         if defaults and isinstance(defaults, dict) and not bad_defaults and doc.top is not None:
             for path, message in self._case_problems(defaults, suite.base_dir, generated):
                 report(doc.top, [], ["defaults", *path], message)
@@ -216,16 +218,17 @@ class Loader:
 
     @staticmethod
     def _defaults(doc: Document, suite: Suite, generated: bool) -> dict[str, Any]:
-        """The suite's ``defaults`` (its name and target set on ``suite``); none for generated cases."""
+        """The suite's ``defaults`` (its name and targets set on ``suite``); none for generated cases."""
         if doc.top is None or not isinstance(doc.top.data, dict):
             return {}
         suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
         suite.target = doc.top.data.get("target")
+        suite.targets = doc.top.data.get("targets")
         return {} if generated else doc.top.data.get("defaults") or {}
 
     def cases(self, doc: Document, suite: Suite, wanted: Iterator[int] | None = None) -> Iterator[Case]:
-        """The cases of a checked ``doc``, built as they are read; with ``wanted`` (increasing
-        case numbers, from 0), only those."""
+        """The cases of a checked ``doc``, built as they are read; with ``wanted`` (case numbers
+        from 0, never decreasing: a number repeats for a case with several agents), only those."""
         defaults = self._defaults(doc, suite, suite.generated)
         want = next(wanted, None) if wanted is not None else None
         for i, record in enumerate(doc.records()):
@@ -234,8 +237,13 @@ class Loader:
                     return
                 if i != want:
                     continue
+            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite)
+            yield case
+            if wanted is not None:
                 want = next(wanted, None)
-            yield self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite)
+                while want == i:  # the same case again: it runs against several agents
+                    yield case
+                    want = next(wanted, None)
 
     def _case_problems(self, case: dict[str, Any], base_dir: Path, generated: bool) -> Iterator[tuple[list[Any], str]]:
         if "assertions" in case and "assert" in case:
@@ -298,6 +306,10 @@ class Loader:
             user=data.get("user"),
             team=data.get("team"),
             locale=data.get("locale"),
+            client_type=data.get("client_type"),
+            client_ip=data.get("client_ip"),
+            referer=data.get("referer"),
+            accept=data.get("accept"),
             metadata=data.get("metadata") or {},
             skip=data.get("skip", False),
             timeout=parse_duration(timeout) if timeout is not None else None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,12 +21,11 @@ from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
 from .kinds import Source, SourceContext
 from .model import Case, Suite
-from .patterns import PatternError, compile_pattern
 from .plugins import Plugins
 from .problems import display_path
 from .project import Agent, Project
 from .runner import Job
-from .services import case_needs_model
+from .services import ModelUse, case_model_uses, case_needs_model
 
 
 class CaseRef(NamedTuple):
@@ -115,11 +114,12 @@ class Selection:
         return any(self._model)
 
     def runs_of(self) -> Iterator[tuple[int, int]]:
-        """``(start, end)`` of each stretch of entries of one suite in file order: one read each."""
+        """``(start, end)`` of each stretch of entries of one suite in file order (a case repeated
+        for its agents), one read each."""
         start, n = 0, len(self)
         while start < n:
             end = start + 1
-            while end < n and self._suite[end] == self._suite[start] and self._number[end] > self._number[end - 1]:
+            while end < n and self._suite[end] == self._suite[start] and self._number[end] >= self._number[end - 1]:
                 end += 1
             yield start, end
             start = end
@@ -131,6 +131,10 @@ class Plan:
 
     suites: list[Suite]
     _pairs: Selection | None = field(default=None, repr=False)
+    # For the run's header, found as build_plan selects the cases (not read again for a step
+    # that then drops some): every case is dynamic; the simulator agents dynamic cases name.
+    all_dynamic: bool = False
+    simulators: set[str] = field(default_factory=set)
 
     @property
     def pairs(self) -> Selection:
@@ -168,6 +172,16 @@ class Plan:
         per case when it was planned)."""
         return self.pairs.needs_model()
 
+    def model_uses(self, registry: Any) -> list[ModelUse]:
+        """The models (with their params) that the cases and agents name, each once, for
+        ``ModelClient.preload``: the cases are streamed again (one read of the files, only the
+        distinct uses kept), so that this too stays flat in the suite's size."""
+        uses: dict[str, ModelUse] = {}
+        for case, agent in self.cases():
+            for use in case_model_uses(case, agent, registry):
+                uses.setdefault(repr(use), use)
+        return list(uses.values())
+
 
 @dataclass
 class Jobs:
@@ -176,6 +190,7 @@ class Jobs:
 
     plan: Plan
     runs: int = 1
+    mark: Callable[[Job], None] | None = None  # called on each job as it is made (flaky marks)
 
     def __len__(self) -> int:
         return len(self.plan.pairs) * self.runs
@@ -183,7 +198,10 @@ class Jobs:
     def __iter__(self) -> Iterator[Job]:
         for case, agent in self.plan.cases():
             for run in range(1, self.runs + 1):
-                yield Job(case, agent, run)
+                job = Job(case, agent, run)
+                if self.mark is not None:
+                    self.mark(job)
+                yield job
 
     def cases(self) -> Iterator[Case]:
         return (case for case, _ in self.plan.cases())
@@ -231,61 +249,42 @@ def build_plan(
     suites: list[Suite],
     project: Project,
     plugins: Plugins,
-    name: str | None = None,
-    run_filter: str | None = None,
+    name: str | list[str] | None = None,
+    select: Callable[[Case], bool] | None = None,
     connector: str | None = None,
     simulator: str | None = None,
 ) -> Plan:
-    """Pick each case's agent (``-n`` > case ``target`` > suite ``target`` > nearest agent.yaml),
-    apply ``--run``, and build every target once so config mistakes show before the run."""
-    try:
-        pattern = compile_pattern(run_filter) if run_filter else None
-    except PatternError as exc:
-        raise UsageError(f"--run: {exc}") from None
+    """Pick each case's agents (``-n`` > case ``target`` > suite ``target``/``targets`` > nearest
+    agent.yaml; several ``-n`` or ``targets`` run every case against each), keep the cases
+    ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun.selection`), and build every target
+    once so config mistakes show before the run."""
+    names = [name] if isinstance(name, str) else list(name or [])
     plan = Plan(suites)
     registry, config = plugins.registry, project.config
     missing: list[str] = []
     for number, suite in enumerate(suites):
-        suite_agent: Agent | None = None
-        if name:
-            try:
-                suite_agent = project.resolve(name, Path.cwd())
-            except SuiteError:
-                raise
-            except UsageError as exc:
-                raise UsageError(f"-n {name}: {exc}") from None
-        elif suite.target is not None:
-            try:
-                suite_agent = project.resolve(suite.target, suite.base_dir)
-            except UsageError as exc:
-                raise _located(exc, suite, None) from None
-        else:
-            suite_agent = project.nearest_agent(suite.path)
+        suite_agents = _suite_agents(suite, project, names)
         for i, case in enumerate(suite.cases):
-            if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
+            if select is not None and not select(case):
                 continue
-            agent = suite_agent
-            own = not name and case.target is not None
-            if not name and case.target is not None:
+            agents = suite_agents
+            own = not names and case.target is not None
+            if own:
                 try:
-                    agent = project.resolve(case.target, suite.base_dir)
+                    agents = [project.resolve(case.target, suite.base_dir)]  # type: ignore[arg-type]
                 except UsageError as exc:
                     raise _located(exc, suite, case) from None
-            if agent is None:
+            if None in agents:
                 missing.append(str(suite.path))
                 break
-            if case.dynamic:
-                _check_simulator(case, suite, project, simulator)
-            for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
-                raise _located(missing_hook, suite, case, hook)
-            try:
-                project.target(agent, connector)
-            except UsageError as exc:  # an inline target mapping: point at the suite or case
-                if name or agent.path is not None:
-                    raise
-                raise _located(exc, suite, case if own else None) from None
-            model = case_needs_model(case, agent, registry, config)
-            plan.pairs.add(CaseRef(case.id, case.name, case.location.file, case.location.line, number, i, model), agent)
+            plan.all_dynamic = case.dynamic and (plan.all_dynamic or not plan.pairs)
+            if case.dynamic and case.simulator and case.simulator.get("use"):
+                plan.simulators.add(str(case.simulator.get("use")))
+            ref = CaseRef(case.id, case.name, case.location.file, case.location.line, number, i)
+            for agent in agents:
+                assert agent is not None
+                _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
+                plan.pairs.add(ref._replace(model=case_needs_model(case, agent, registry, config)), agent)
     if missing:
         raise UsageError(
             "no agent to test for "
@@ -293,6 +292,73 @@ def build_plan(
             + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
         )
     return plan
+
+
+def _suite_agents(suite: Suite, project: Project, names: list[str]) -> list[Agent | None]:
+    """The agents a suite's cases run against, unless a case names its own."""
+    agents: list[Agent | None] = []
+    for n in names:
+        try:
+            agents.append(project.resolve(n, Path.cwd()))
+        except SuiteError:
+            raise
+        except UsageError as exc:
+            raise UsageError(f"-n {n}: {exc}") from None
+    if names:
+        return _distinct(agents)  # -n a -n a runs a once
+    if suite.targets is not None:
+        for i, ref in enumerate(suite.targets):
+            try:
+                agents.append(project.resolve(ref, suite.base_dir))
+            except UsageError as exc:
+                raise _located(exc, suite, None, f"targets.{i}") from None
+        return _distinct(agents)
+    if suite.target is not None:
+        try:
+            return [project.resolve(suite.target, suite.base_dir)]
+        except UsageError as exc:
+            raise _located(exc, suite, None) from None
+    return [project.nearest_agent(suite.path)]
+
+
+def _distinct(agents: list[Agent | None]) -> list[Agent | None]:
+    seen: dict[str | None, Agent | None] = {}
+    for agent in agents:
+        seen.setdefault(agent.id if agent else None, agent)
+    return list(seen.values())
+
+
+def _check_pair(
+    case: Case,
+    agent: Agent,
+    suite: Suite,
+    project: Project,
+    simulator: str | None,
+    connector: str | None,
+    own: bool,
+    named: bool,
+) -> None:
+    """What running ``case`` against ``agent`` needs is there: a simulator, the case's hooks, a
+    target that builds (``own``: the case named the agent; ``named``: ``-n`` did)."""
+    if case.dynamic:
+        _check_simulator(case, suite, project, simulator)
+    for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+        raise _located(missing_hook, suite, case, hook)
+    own_connector = case.options.get("connector") if not connector else None
+    if own_connector and not project.takes_model(agent):
+        raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
+    try:
+        project.target(agent, connector or own_connector)
+    except UsageError as exc:  # an inline target mapping: point at the suite or case
+        if named or agent.path is not None:
+            raise
+        raise _located(exc, suite, case if own else None) from None
+def _unused_connector(connector: str, agent: Agent) -> str:
+    return (
+        f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"
+        " model to replace (a connector sets the model of model-backed targets such as litellm; an agent that"
+        " reads it itself can take it from options.metadata)"
+    )
 
 
 def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:
@@ -328,5 +394,5 @@ def _located(exc: UsageError, suite: Suite, case: Case | None, field: str = "tar
     display, line, col = display_path(suite.path), 1, 1
     with contextlib.suppress(Exception):  # JSON or YAML: find the line of the suite's field
         _, record = load_mapping(suite.path, display)
-        line, col = record.position(field.split("."))
+        line, col = record.position([int(p) if p.isdigit() else p for p in field.split(".")])
     return SuiteError([Problem(display, line, col, str(exc), field)])

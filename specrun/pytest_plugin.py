@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from collections import Counter
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -179,9 +180,11 @@ class SuiteFile(pytest.File):
             and not collect_only
             and plan.needs_model(state.plugins.registry, session.project.config)
         ):
-            session.models.preload()
-        for case, agent in plan.cases():
-            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, run_session=session)
+            session.models.preload(plan.model_uses(state.plugins.registry))
+        several = Counter((ref.suite, ref.number) for ref, _ in plan.pairs)  # targets: a case against each agent
+        for (ref, _), (case, agent) in zip(plan.pairs, plan.cases(), strict=True):
+            name = f"{case.id}[{agent.id}]" if several[ref.suite, ref.number] > 1 else case.id
+            yield CaseItem.from_parent(self, name=name, case=case, agent=agent, run_session=session)
 
 
 class CaseFailed(Exception):

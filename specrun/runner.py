@@ -24,8 +24,7 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
@@ -33,10 +32,9 @@ from .kinds import Check, Session
 from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
-    DEFAULT_LOCALE,
-    DEFAULT_TEAM,
     DEFAULT_TIMEOUT,
-    DEFAULT_USER,
+    ENVIRONMENT_DEFAULTS,
+    TIMEOUT_ERROR,
     Case,
     Context,
     Message,
@@ -45,6 +43,7 @@ from .model import (
     as_response,
     format_duration,
 )
+from .model_cache import CASE_TALLY, CacheTally
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
@@ -53,6 +52,9 @@ from .services import Services, case_needs_model
 from .stability import Aggregator, exit_code
 from .stream import ResultStream
 from .verdicts import combine, evaluate_all, judge_usage
+
+if TYPE_CHECKING:
+    from .plan import Jobs  # the jobs of a run, made as the workers take them
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 INTERRUPT_GRACE = 5.0
@@ -70,12 +72,14 @@ class RunOptions:
     user: str | None = None
     team: str | None = None
     locale: str | None = None
-    extra_context: dict[str, Any] = field(default_factory=dict)
+    extra_context: dict[str, Any] = field(default_factory=dict)  # --ctx, less the environment's fields
+    environment: dict[str, str] = field(default_factory=dict)  # --ctx values of the environment's fields
     before_all: str | None = None
     after_all: str | None = None
     connector: str | None = None
     simulator: str | None = None
     min_pass_rate: float | None = None
+    update_snapshots: bool = False
 
 
 @dataclass
@@ -85,23 +89,7 @@ class Job:
     case: Case
     agent: Agent
     run: int = 1
-
-
-class Jobs(Protocol):
-    """The jobs of a run (``Plan.jobs``), made as the workers take them."""
-
-    def __len__(self) -> int: ...
-    def __iter__(self) -> Iterator[Job]: ...
-    def cases(self) -> Iterator[Case]:
-        """Each case once."""
-        ...
-
-    @property
-    def agents(self) -> list[Agent]: ...
-    @property
-    def folders(self) -> list[Path]:
-        """The folders of the suites the cases are in."""
-        ...
+    flaky: bool = False  # flaky in the run history: its result says so
 
 
 class Runner:
@@ -163,6 +151,7 @@ class Runner:
         started (it changed) stops the run with its error, after AfterAll."""
         opts = self.options
         dirs, agents = self.hook_dirs(jobs), jobs.agents
+        self.aggregator.agents = len(agents)
         ctx = self._global_context()
         before_all_data = None
         if opts.before_all:
@@ -263,44 +252,54 @@ class Runner:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def context_for(self, case: Case, run: int) -> Context:
-        """The case environment: CLI flag > case field > project config > default."""
+    def environment(self, case: Case | None = None) -> dict[str, Any]:
+        """The case environment (V1's TestEnvironment), each field from the first that sets it:
+        CLI flag (``-u``, ``-t``, ``--locale``) > ``--ctx`` > case field > project config > default."""
         opts, config = self.options, self.project.config
+        flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
+        return {
+            name: flags.get(name)
+            or opts.environment.get(name)
+            or (getattr(case, name) if case is not None else None)
+            or config.get(name)
+            or default
+            for name, default in ENVIRONMENT_DEFAULTS.items()
+        }
+
+    def context_for(self, case: Case, run: int) -> Context:
+        """The context a case's agent, hooks and assertions see: its environment, options and metadata."""
         return Context(
             case_id=case.id,
-            user=opts.user or case.user or config.get("user") or DEFAULT_USER,
-            team=opts.team or case.team or config.get("team") or DEFAULT_TEAM,
-            locale=opts.locale or case.locale or config.get("locale") or DEFAULT_LOCALE,
             metadata=dict(case.metadata),
             options=dict(case.options),
             run=run,
-            extra=dict(opts.extra_context),
+            extra=dict(self.options.extra_context),
+            **self.environment(case),
         )
 
+    def connector_for(self, case: Case) -> str | None:
+        """The connector of a case: ``-c``, else its ``options.connector`` (the flag wins, as ``-u`` does)."""
+        return self.options.connector or case.options.get("connector") or None
+
     def _global_context(self) -> Context:
-        return Context(
-            case_id="",
-            user=self.options.user or self.project.config.get("user") or DEFAULT_USER,
-            team=self.options.team or self.project.config.get("team") or DEFAULT_TEAM,
-            locale=self.options.locale or self.project.config.get("locale") or DEFAULT_LOCALE,
-            extra=dict(self.options.extra_context),
-        )
+        return Context(case_id="", extra=dict(self.options.extra_context), **self.environment())
 
     def hook_dirs(self, jobs: Jobs) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
         return list(dict.fromkeys([*jobs.folders, self.project.root, *(d for a in jobs.agents for d in a.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(models=self.models, run=run, agent_caller=self.call_agent, config=self.project.config)
+        return Services(
+            models=self.models,
+            run=run,
+            agent_caller=self.call_agent,
+            config=self.project.config,
+            update_snapshots=self.options.update_snapshots,
+        )
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""
-        target = self.project.target(self.project.agent(agent_id))
-        session = target.session(context)
-        try:
-            return as_response(await session.send(messages))
-        finally:
-            await session.close()
+        return await self.project.call_agent(agent_id, messages, context)
 
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
@@ -314,6 +313,8 @@ class Runner:
         budget = case.timeout or self.options.timeout
         before_data = None
         cancelled = False
+        tally = CacheTally()
+        counting = CASE_TALLY.set(tally)  # this task's model calls are this case's
         try:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
@@ -332,6 +333,7 @@ class Runner:
             else:
                 result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
         result.context = ctx
+        result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
         if case.after and result.status != "skipped":
             after = asyncio.ensure_future(
@@ -347,6 +349,8 @@ class Runner:
                 failure = str(after.exception())
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
+        CASE_TALLY.reset(counting)
+        result.cached, result.flaky = tally.all_cached, job.flaky
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise _Cancelled(result)
@@ -385,7 +389,7 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.options.connector)
+        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
         session = target.session(ctx)
         try:
@@ -405,7 +409,7 @@ class Runner:
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
-            return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
+            return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = exc.response
             return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
@@ -455,10 +459,8 @@ class Runner:
         self.aggregator.add(result.record())
         assert self._lifecycle is not None
         self._lifecycle.call("case_finished", result=result)
-        if self._finished is not None:
-            self._finished.append(
-                {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
-            )
+        if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
+            self._finished.append(result.record())
 
     def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).

@@ -15,21 +15,22 @@ import gc
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .case_rules import GeneratedLimits
 from .errors import UsageError
+from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
-from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
-from .outputs import check_outputs
-from .plan import Plan, build_plan, load_inputs
+from .model import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Case, Suite, parse_duration
+from .outputs import check_outputs, default_stream
+from .plan import Jobs, Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
-from .results import Result, RunInfo
+from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
+from .selection import Selection
 from .stream import ResultStream
 
 
@@ -39,6 +40,7 @@ class RunRequest:
 
     inputs: list[str]
     agent: str | None = None  # -n: the agent under test
+    agents: list[str] = field(default_factory=list)  # -n given more than once: every case runs against each
     outputs: list[str] = field(default_factory=list)  # -o, in order
     timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
     parallel: int | None = None  # else the project's, else 1
@@ -54,10 +56,17 @@ class RunRequest:
     connector: str | None = None
     simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
+    tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
+    keywords: str | None = None  # -k: an expression on substrings of case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
+    update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
     verbose: bool = False
+    history: bool = True  # --no-history: do not record this run in the project's run history
+    argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
+    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
+    failed_first: bool = False  # --ff: those cases first, then the others
 
 
 @dataclass
@@ -91,6 +100,7 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
+        self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = _models(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
@@ -98,6 +108,7 @@ class RunSession:
         self.outputs: list[str] = []  # the files the run writes, known once planned
         self._plan: Plan | None = None
         self._temporary: Path | None = None
+        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
 
     @property
     def direct(self) -> bool:
@@ -109,7 +120,8 @@ class RunSession:
         having checked first that no output would overwrite one."""
         req, registry = self.request, self.plugins.registry
         for output in req.outputs:
-            registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+            if not req.reporter_agent or output.lower().endswith(".jsonl"):  # -r writes any other -o file
+                registry.reporter_for(output)  # an unknown extension: before any source or lock runs
         given = [("-o", Path(o)) for o in req.outputs] + ([("--save", req.saving)] if req.saving else [])
         # Before any source runs; again once symbolic links and file: inputs have led to the suite files.
         reads = [Path(s) for s in req.inputs if os.path.isfile(s)] + ([req.context_file] if req.context_file else [])
@@ -130,11 +142,20 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        plan = build_plan(
-            self.suites, self.project, self.plugins, req.agent, req.run_filter, req.connector, req.simulator
-        )
+        select = self.selection.matches if self.selection else None
+        named = req.agents or req.agent
+        plan = build_plan(self.suites, self.project, self.plugins, named, select, req.connector, req.simulator)
+        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
         if not plan.pairs:
-            raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+            matching = f" match {self.selection.describe()}" if self.selection else ""
+            raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
+        if unknown:
+            self.notes.append(f"specrun: warning: {unknown}")
+        if req.last_failed or req.failed_first:
+            from .rerun import rerun_failed
+
+            plan.pairs, note = rerun_failed(plan.pairs, self.project, last_failed=req.last_failed)
+            self.notes.append(note)
         agents = plan.pairs.used_agents()
         if req.connector and not any(self.project.takes_model(agent) for agent in agents):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for a in agents}))
@@ -154,8 +175,7 @@ class RunSession:
         self._plan = plan
         self.outputs = list(req.outputs)
         if not self.outputs and not self.direct:  # direct mode prints the answer instead
-            folder = self.first if self.first.is_dir() else self.first.parent
-            self.outputs = [str(folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl")]
+            self.outputs = [str(default_stream(self.project.root))]
         return plan
 
     async def run(self, console: object) -> RunSummary:
@@ -164,21 +184,30 @@ class RunSession:
         assert self._plan is not None, "plan() first"
         plan, req, config = self._plan, self.request, self.project.config
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
-            self.models.preload()
+            uses = plan.model_uses(self.plugins.registry)
+            if req.connector:  # -c replaces the targets' model
+                uses.append((req.connector, {}))
+            self.models.preload(uses)
         reporters, stream = self._reporters(self.outputs)
+        jobs = plan.jobs(self.options.runs)
+        recorder = self._recorder(plan, jobs, stream.path)
+        environment = self.runner.environment()
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
+            agents=plan.agent_ids,
             connector=req.connector,
             inputs=req.inputs,
             total_cases=len(plan.pairs),
             runs=self.options.runs,
             parallel=self.options.parallel,
             timeout=self.options.timeout,
-            user=self.options.user or config.get("user") or "test-user",
-            team=self.options.team or config.get("team") or "test-team",
-            locale=self.options.locale or config.get("locale") or "en-us",
-            simulator=self.options.simulator,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            user=environment["user"],
+            team=environment["team"],
+            locale=environment["locale"],
+            simulator=self.options.simulator or _simulators(plan),
+            started_at=utc_timestamp(),
+            agent_path=_agent_path(plan),
+            mode="dynamic" if plan.all_dynamic else "standard",
             project_root=self.project.root,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
@@ -188,8 +217,9 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        jobs = plan.jobs(self.options.runs)
-        record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
+        ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
             passed=record["passed"],
@@ -205,22 +235,39 @@ class RunSession:
             record=record,
         )
 
+    def _recorder(self, plan: Plan, jobs: Jobs, stream: Path) -> object | None:
+        """The run's recorder into the project's run history (None when it is off), with the
+        jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
+        from .history import History, settings
+
+        if not self.request.history or settings(self.project.root, self.project.config).path is None:
+            return None
+        from .recording import HistoryRecorder, mark_flaky
+
+        history = History.open(self.project.root, self.project.config, create=True)
+        mark_flaky(history, jobs, self.project.root)
+        kept = None if self._temporary is not None else stream
+        return HistoryRecorder(history, plan, self.project.root, self.request.argv, kept)
+
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a
-        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the reporter agent."""
+        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the
+        reporter it names (``report.html``) or by the reporter agent."""
         registry = self.plugins.registry
-        classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+        chosen = self.request.reporter_agent
+        writer = (registry.named_reporter(chosen) or registry.declaring("reporter", "by_agent")) if chosen else None
+        classes = [
+            (Path(o), registry.reporter_for(o) if writer is None or o.lower().endswith(".jsonl") else writer)
+            for o in outputs
+        ]
         path = next((p for p, cls in classes if cls is ResultStream), None)
         if path is None:
             folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
             folder.mkdir(parents=True, exist_ok=True)
             path = self._temporary = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
         agent: dict[str, Any] | None = None
-        if self.request.reporter_agent:
-            agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
-            agent["verbose"] = self.request.verbose
-            writer = registry.declaring("reporter", "by_agent")
-            classes = [(p, cls if cls is ResultStream else writer) for p, cls in classes]
+        if writer is not None and writer.by_agent:
+            agent = {"agent": chosen, "call_agent": self.runner.call_agent, "verbose": self.request.verbose}
         reporters = [cls(p, agent if cls.by_agent else None) for p, cls in classes if p != path]
         return reporters, ResultStream(path)
 
@@ -241,6 +288,17 @@ class RunSession:
             await self.models.aclose()
 
 
+def _simulators(plan: Plan) -> str | None:
+    """The simulator agents the plan's dynamic cases name (for the header), if any."""
+    return ", ".join(sorted(plan.simulators)) or None
+
+
+def _agent_path(plan: Plan) -> str | None:
+    """The folder of the agent under test when one agent file serves every case (V2's ``agent_path``)."""
+    folders = {str(agent.base_dir) if agent.path is not None else None for agent in plan.pairs.used_agents()}
+    return folders.pop() if len(folders) == 1 else None
+
+
 def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
     try:
         timeout = parse_duration(request.timeout or config.get("timeout") or DEFAULT_TIMEOUT)
@@ -248,6 +306,7 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         raise UsageError(f"--timeout: {exc}") from None
     if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
+    context = _read_context(request.context_file)
     return RunOptions(
         parallel=request.parallel or config.get("parallel") or 1,
         timeout=timeout,
@@ -256,12 +315,14 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         user=request.user,
         team=request.team,
         locale=request.locale,
-        extra_context=_read_context(request.context_file),
+        environment=_environment_of(context, request.context_file),
+        extra_context=context,
         before_all=request.before_all,
         after_all=request.after_all,
         connector=request.connector,
         simulator=request.simulator,
         min_pass_rate=request.min_pass_rate,
+        update_snapshots=request.update_snapshots,
     )
 
 
@@ -278,6 +339,23 @@ def _read_context(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"--ctx {path}: expected a mapping")
     return data
+
+
+def _environment_of(context: dict[str, Any], path: Path | None) -> dict[str, str]:
+    """Take the keys of ``--ctx`` named like the environment's fields (``user``, ``client_ip``, ...)
+    out of it: they set those fields for every case, so that ``ctx.user`` and
+    ``ctx.to_dict()["user"]`` agree. Keys specrun sets per case are refused."""
+    reserved = [key for key in ("case_id", "run", "metadata", "options") if key in context]
+    if reserved:
+        raise UsageError(
+            f"--ctx {path}: {', '.join(reserved)} cannot be set for every case"
+            " (case_id and run are specrun's; metadata and options are each case's)"
+        )
+    environment = {key: context.pop(key) for key in ENVIRONMENT_DEFAULTS if key in context}
+    for key, value in environment.items():
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"--ctx {path}: {key} must be a non-empty string, not {value!r}")
+    return environment
 
 
 def _models(project: Project, no_cache: bool) -> Any:

@@ -22,7 +22,9 @@ from typing import Any
 
 from .display import shorten
 from .errors import UsageError
-from .model import to_json
+from .matrix import matrix
+from .model import TIMEOUT_ERROR, to_json
+from .totals import Totals
 
 STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
@@ -105,22 +107,25 @@ class CaseStats:
     """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
 
     __slots__ = (
-        "_m2 _mean completion_tokens cost errors failed file has_usage id line max_ms min_ms "
+        "_m2 _mean agent completion_tokens cost errors failed file flaky has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
-        "tags total_ms total_tokens"
+        "tags timeouts total_ms total_tokens"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None):
         self.id = str(record.get("id"))
+        self.agent: str | None = record.get("agent")
         self.name: str | None = record.get("name")
         self.file: str = str(record.get("file") or "")
         self.line: int = int(record.get("line") or 0)
         self.tags: list[str] = list(record.get("tags") or [])
+        self.flaky = record.get("flaky") is True  # flaky in the run history (specrun.history)
         own = record.get("min_pass_rate")
         self.own_gate: float | None = float(own) if own is not None else None
         self.min_pass_rate: float | None = self.own_gate if own is not None else gate
         self.order = order
         self.passed = self.failed = self.errors = self.skipped = 0
+        self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
@@ -154,6 +159,7 @@ class CaseStats:
             self.failed += 1
         else:
             self.errors += 1
+            self.timeouts += str(record.get("error") or "").startswith(TIMEOUT_ERROR)
         if status != "passed" and self.reason is None:
             self.reason = failure_reason(record)
         ms = float(record.get("duration_ms") or 0.0)
@@ -216,6 +222,8 @@ class CaseStats:
         data: dict[str, Any] = {"id": self.id}
         if self.name:
             data["name"] = self.name
+        if self.agent is not None:
+            data["agent"] = self.agent
         data.update(
             status=self.status,
             runs=self.runs,
@@ -238,6 +246,8 @@ class CaseStats:
             data["min_pass_rate"] = self.min_pass_rate
         if self.reason:
             data["reason"] = self.reason
+        if self.flaky:
+            data["flaky"] = True
         if self.has_usage:
             data["usage"] = self.usage()
         data["file"] = self.file
@@ -272,21 +282,40 @@ class Aggregator:
         self.min_pass_rate = min_pass_rate
         self.runs = runs
         self.keep = keep or not runs
-        self._cases: dict[tuple[str, str], CaseStats] = {}
-        self._done = _Totals()  # the cases dropped
+        self._cases: dict[tuple[str, str, str], CaseStats] = {}
+        self._done = Totals()  # the cases dropped
+        # Without keep: whether a case ran against several agents (the summary's per-agent
+        # totals), found from the hash of each (file, id) and its agent. Kept only when the run
+        # has several agents (``agents``, set by the runner) and until one such case is seen:
+        # a matrix run finds one at once, a one-agent run keeps nothing.
+        self.agents = 1
+        self._several = False
+        self._agent_of: dict[int, str] = {}
         self._max_runs = 0
 
     def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
         """Count one result record; ``offset`` (its byte offset in the stream) is remembered."""
-        key = (str(record.get("file") or ""), str(record.get("id")))
+        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
         stats = self._cases.get(key)
         if stats is None:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
         stats.add(record, offset)
         self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
-        if not self.keep and stats.runs + stats.skipped >= (self.runs or 0):
-            self._done.add(self._cases.pop(key))
+        if not self.keep:
+            self._note_agent(key)
+            if stats.runs + stats.skipped >= (self.runs or 0):
+                self._done.add(self._cases.pop(key))
         return stats
+
+    def _note_agent(self, key: tuple[str, str, str]) -> None:
+        file, case_id, agent = key
+        if self._several or not agent or self.agents < 2:
+            return
+        pair = hash((file, case_id))
+        seen = self._agent_of.setdefault(pair, agent)
+        if seen != agent:
+            self._several = True
+            self._agent_of.clear()
 
     def set_gate(self, min_pass_rate: float | None) -> None:
         """Change the run's gate (cases with their own ``min_pass_rate`` keep it)."""
@@ -325,6 +354,7 @@ class Aggregator:
             "runs_failed": t.failed,
             "runs_errors": t.errors,
             "runs_skipped": t.skipped,
+            "timeouts": t.timeouts,
             "overall_pass_rate": _pct(t.passed, executed),
             "stable_cases": t.stable,
             "unstable_cases": t.unstable,
@@ -336,37 +366,9 @@ class Aggregator:
         }
         if t.usage_seen:
             data["usage"] = t.usage
+        if self._several if not self.keep else matrix(self._cases.values()):
+            data["agents"] = t.agents.rows()
         return data
-
-
-class _Totals:
-    """What the summary adds up over cases."""
-
-    def __init__(self) -> None:
-        self.verdicts: Counter[str] = Counter()
-        self.cases = self.passed = self.failed = self.errors = self.skipped = 0
-        self.stable = self.unstable = self.all_passed = self.any_passed = 0
-        self.total_ms = 0.0
-        self.usage_seen = False
-        self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
-
-    def add(self, c: CaseStats) -> None:
-        self.cases += 1
-        self.verdicts[c.status] += 1
-        self.passed += c.passed
-        self.failed += c.failed
-        self.errors += c.errors
-        self.skipped += c.skipped
-        self.total_ms += c.total_ms
-        if c.runs:
-            self.stable += c.stable
-            self.unstable += not c.stable
-            self.all_passed += c.passed == c.runs
-            self.any_passed += c.passed > 0
-        if c.has_usage:
-            self.usage_seen = True
-            for k, v in c.usage().items():
-                self.usage[k] = v if self.usage[k] is None else self.usage[k] + (v or 0)
 
 
 def case_stats(records: Iterable[dict[str, Any]], min_pass_rate: float | None = None) -> dict[str, Any]:

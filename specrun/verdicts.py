@@ -22,13 +22,15 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
     try:
         verdict = await instance.evaluate(assertion, check)
     except EvaluationError as exc:
-        spent: Usage | None = getattr(exc, "usage", None)  # what unusable judge replies cost
-        details = {"usage": spent.to_dict()} if spent and (spent.total_tokens or spent.cost) else None
-        return AssertionResult(assertion.type, "error", str(exc), details=details)
+        return AssertionResult(assertion.type, "error", str(exc), details=exc.details or None)
     except Exception as exc:
         return AssertionResult(
             assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
         )
+    spent = verdict.usage
+    usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
+    if verdict.error:  # what could not be decided is an error, whatever negate says
+        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
@@ -42,7 +44,7 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         verdict.expected,
         verdict.actual,
         verdict.score,
-        verdict.details,
+        {**verdict.details, **usage} if verdict.details is not None else usage or None,
     )
 
 
@@ -63,8 +65,8 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
             finally:
                 CASE_DEADLINE.reset(paused)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
-        ref = assertion.params.get("script", assertion.params.get("use"))
-        what = f"{assertion.type} {ref}" if isinstance(ref, str) else f"{assertion.type} assertion"
+        kind = registry.get("assertion", assertion.type)
+        what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
         return AssertionResult(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )

@@ -268,3 +268,55 @@ def test_a_plan_reordered_or_cut_by_a_step_reads_each_case_back_with_its_agent(t
     plan.pairs = [(ref, agent) for ref, agent in plan.pairs if ref.id in ("c4", "y")]  # a list works too
     assert [case.id for case, _ in plan.cases()] == ["y", "c4"]
     assert [(job.case.id, job.run) for job in plan.jobs(2)] == [("y", 1), ("y", 2), ("c4", 1), ("c4", 2)]
+
+
+def two_agents(root: Path) -> None:
+    for name, answer in (("good", "messages[-1].text"), ("bad", "'no'")):
+        (root / "agents" / name).mkdir(parents=True)
+        (root / "agents" / name / f"{name}_bot.py").write_text(f"def run(messages, ctx):\n    return {answer}\n")
+        (root / "agents" / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:{name}_bot:run\n")
+
+
+def test_several_agents_read_a_file_once_and_each_case_runs_against_each_agent(tmp_path, monkeypatch):
+    import specrun.loader as loader
+    from specrun.documents import parse
+
+    project(tmp_path, {"s.jsonl": jsonl([case(i) for i in range(6)])})
+    two_agents(tmp_path)
+    plugins = default_plugins()
+    suites = Loader(plugins.registry).load([tmp_path / "s.jsonl"])
+    plan = build_plan(suites, Project.discover(tmp_path, plugins.registry), plugins, ["good", "bad"])
+    reads = []
+    monkeypatch.setattr(loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    got = [(c.id, agent.id) for c, agent in plan.cases()]
+    assert got == [(f"c{i}", name) for i in range(6) for name in ("good", "bad")]
+    assert len(reads) == 1  # one stretch of the file for both agents, not one read per pair
+
+
+def test_a_run_of_several_agents_sums_each_agent_as_a_full_scan_does(tmp_path):
+    project(tmp_path, {"s.jsonl": jsonl([case(i) for i in range(20)])})
+    two_agents(tmp_path)
+    proc = run_cli(["s.jsonl", "-n", "good", "-n", "bad", "--runs", "2", "-o", "out.jsonl"], tmp_path)
+    assert proc.returncode == 1
+    done = summary(tmp_path / "out.jsonl")  # the runner's, which drops each case once counted
+    expected = scan(tmp_path / "out.jsonl").aggregator.summary(duration_ms=1.0)
+    assert done["agents"]["good"]["cases"] == done["agents"]["bad"]["cases"] == 20
+    assert (done["agents"]["good"]["passed"], done["agents"]["bad"]["failed"]) == (20, 20)
+    for agent in ("good", "bad"):
+        assert {k: v for k, v in done["agents"][agent].items() if k != "avg_duration_ms"} == {
+            k: v for k, v in expected["agents"][agent].items() if k != "avg_duration_ms"
+        }
+
+
+def test_a_jsonl_file_of_one_line_cases_then_cases_spread_over_lines_runs_each_once(tmp_path):
+    spread = json.dumps(case(90), indent=2) + "\n" + json.dumps(case(91), indent=2) + "\n"
+    project(tmp_path, {"s.jsonl": jsonl([case(i) for i in range(3)]) + spread + jsonl([case(92)])})
+    proc = run_cli(["s.jsonl", "-o", "out.jsonl"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    half = spread.count("\n") // 2
+    assert [(r["id"], r["line"]) for r in results(tmp_path / "out.jsonl")] == [
+        *((f"c{i}", i + 1) for i in range(3)),
+        ("c90", 4),
+        ("c91", 4 + half),
+        ("c92", 4 + 2 * half),
+    ]

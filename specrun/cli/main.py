@@ -21,6 +21,9 @@ COMMANDS = {
     "schema": "specrun.cli.schema",
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
+    "view": "specrun.cli.view",
+    "init": "specrun.cli.init",
+    "history": "specrun.cli.history",
 }
 
 
@@ -66,10 +69,14 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     specrun suites/                 run every suite under suites/
+    specrun                         run the suites specrun.yaml lists
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
+    specrun init                    scaffold a project here
+    specrun history                 recent runs; --flaky for the flaky cases
+    specrun view                    browse the run history in a web app
     """
-    ctx.obj = {"debug": debug}
+    ctx.ensure_object(dict)["debug"] = debug
 
 
 def _traceback() -> None:
@@ -84,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SPECRUN_DEBUG"))
     try:
-        code = cli.main(args=args, prog_name="specrun", standalone_mode=False)
+        # The command line as given (the run history records it; a test calls main in-process).
+        code = cli.main(args=args, prog_name="specrun", standalone_mode=False, obj={"argv": list(args)})
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:  # shown through redact: click quotes the bad value

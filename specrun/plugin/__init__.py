@@ -13,7 +13,7 @@ from .. import hookimpl
 from ..blocking import run_blocking
 from ..display import md_block, md_text, shorten, visible
 from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
-from ..imports import find_module, load_callable, split_ref
+from ..imports import find_module, load_callable, ref_problem, split_ref
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
@@ -38,6 +38,7 @@ from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
 from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
 from ..matching import MODES as COMPARE_MODES
 from ..matching import alternatives, compare
+from ..matrix import Matrix, matrix
 from ..model import (
     MISSING,
     Assertion,
@@ -61,8 +62,9 @@ from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
-from ..results import Result, RunInfo
-from ..services import Models, Services
+from ..results import Result, RunInfo, utc_timestamp
+from ..services import Models, Parsed, Services
+from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
@@ -86,10 +88,12 @@ __all__ = [
     "EvaluationError",
     "FlagError",
     "JudgeReply",
+    "Matrix",
     "Message",
     "ModelClient",
     "ModelError",
     "Models",
+    "Parsed",
     "PatternError",
     "Plugin",
     "PluginError",
@@ -103,6 +107,7 @@ __all__ = [
     "Simulator",
     "SimulatorState",
     "SimulatorTurn",
+    "Snapshot",
     "Source",
     "SourceContext",
     "SpecrunError",
@@ -129,6 +134,7 @@ __all__ = [
     "hookimpl",
     "json_line",
     "load_callable",
+    "matrix",
     "md_block",
     "md_text",
     "openai_messages",
@@ -138,6 +144,7 @@ __all__ = [
     "parse_verdict",
     "redact",
     "redact_json",
+    "ref_problem",
     "register_secret",
     "registrar",
     "retry_after",
@@ -146,5 +153,6 @@ __all__ = [
     "shorten",
     "split_ref",
     "to_json",
+    "utc_timestamp",
     "visible",
 ]

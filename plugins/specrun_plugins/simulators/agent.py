@@ -25,6 +25,7 @@ class AgentSimulator(Simulator):
     description = "A project agent (use: <agent id>) plays the user; options.metadata gives persona and goal."
     needs_model: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ("use",)  # calls that agent: generated cases need it allowed
+    label_params: ClassVar[tuple[str, ...]] = ("use",)  # `--dry-run` shows the agent it is
     shorthand: ClassVar[str | None] = "use"  # `simulator: {use: id}` and `--simulator ID` mean this simulator
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
@@ -53,8 +54,9 @@ class AgentSimulator(Simulator):
         metadata.update(shown)
         context = dataclasses.replace(state.context, metadata=metadata, options={**options, "metadata": metadata})
         messages = [Message("user", json.dumps(shown, ensure_ascii=False, indent=1))]
-        turn, usage = await state.services.ask_agent(
+        parsed = await state.services.ask_agent(
             agent_id, messages, context, parse_reply, REMINDER, role="simulator agent"
         )
-        turn.usage = usage if usage.total_tokens or usage.cost else None
+        turn = parsed.get()
+        turn.usage = parsed.usage if parsed.usage.total_tokens or parsed.usage.cost else None
         return turn
