@@ -183,9 +183,10 @@ class RunInfo:
     started_at: str = ""
     project_root: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    shard: dict[str, Any] | None = None  # --shard: which part of which selection (see specrun.shard)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "agent_id": self.agent_id,
             "target": self.target,
             "connector": self.connector,
@@ -197,3 +198,6 @@ class RunInfo:
             "environment": {"user_id": self.user, "team_id": self.team, "locale": self.locale},
             "started_at": self.started_at,
         }
+        if self.shard is not None:
+            data["shard"] = self.shard
+        return data

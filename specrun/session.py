@@ -30,6 +30,8 @@ from .plugins import Plugins, default_plugins
 from .project import Agent, Project
 from .results import Result, RunInfo
 from .runner import Job, Runner, RunOptions
+from .shard import Shard
+from .shard import select as select_shard
 from .stream import ResultStream
 
 
@@ -55,6 +57,7 @@ class RunRequest:
     simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
+    shard: str | None = None  # --shard I/N: run only that part of the selected cases
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
     verbose: bool = False
@@ -98,6 +101,8 @@ class RunSession:
         self.outputs: list[str] = []  # the files the run writes, known once planned
         self._plan: Plan | None = None
         self._temporary: Path | None = None
+        self.shard = Shard.parse(request.shard) if request.shard else None  # a bad value: before anything loads
+        self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
     @property
     def direct(self) -> bool:
@@ -135,6 +140,10 @@ class RunSession:
         )
         if not plan.pairs:
             raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+        if self.shard is not None:  # an empty shard is a run of nothing: its stream still joins the merge
+            selected = len(plan.pairs)
+            plan.pairs, partition = select_shard(plan.pairs, self.shard, self.project.root)
+            self._shard_info = partition.info(selected)
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
             raise UsageError(
@@ -179,6 +188,7 @@ class RunSession:
             simulator=self.options.simulator,
             started_at=datetime.now(UTC).isoformat(timespec="seconds"),
             project_root=self.project.root,
+            shard=self._shard_info,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
         # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not

@@ -21,6 +21,7 @@ COMMANDS = {
     "schema": "specrun.cli.schema",
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
+    "merge": "specrun.cli.merge",
 }
 
 
