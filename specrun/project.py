@@ -35,6 +35,7 @@ class Agent:
     base_dir: Path
     path: Path | None = None
     extra_hook_dirs: list[Path] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
 
     @property
     def hook_dirs(self) -> list[Path]:
@@ -91,7 +92,8 @@ class Project:
         if config is None:
             raise UsageError(f"{path}: target {data['target']!r} must be python:module:function, a URL or a mapping")
         hooks = [base / data["hooks"]] if data.get("hooks") else []
-        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks)
+        resources = dict(data.get("resources") or {})
+        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks, resources)
 
     def agents(self) -> dict[str, Agent]:
         """Every agent file under the root, by id (hidden and vendored folders skipped)."""

@@ -70,6 +70,19 @@ class Result:
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
 
+    @classmethod
+    def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
+        """A result sealed elsewhere (an executor's worker), from its record and line: what the
+        runner reports is that record and line as they were made."""
+        assertions = [AssertionResult(**a) for a in record.get("assertions") or []]
+        output, calls = record.get("output"), record.get("tool_calls")
+        result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
+        result.error, result.assertions = record.get("error"), assertions
+        result.response = Response(content=output) if output is not None or calls else None
+        result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
+        result._record, result._line = record, line
+        return result
+
     def seal(self) -> None:
         """Make the result final: build its record and strict JSON line, once.
 

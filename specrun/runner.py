@@ -75,6 +75,9 @@ class RunOptions:
     connector: str | None = None
     simulator: str | None = None
     min_pass_rate: float | None = None
+    no_cache: bool = False  # --no-cache: a worker elsewhere builds its model client without the cache
+    executor: str = "local"  # where cases execute (an Executor plugin)
+    executor_options: dict[str, Any] = field(default_factory=dict)  # specrun.yaml's executor: mapping
 
 
 @dataclass
@@ -105,6 +108,8 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
+        self._started = False
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -116,6 +121,7 @@ class Runner:
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
         self._finished = [] if self.options.after_all else None
+        await self.start(jobs)
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
             self._lifecycle = lifecycle
             lifecycle.call("run_started", info=info)
@@ -127,6 +133,7 @@ class Runner:
                 finally:
                     self._report_queued()  # an interrupted or failed run still reports every result it has
                     self._finishing = True
+                    await self.executor.close()
                     await self.project.aclose()
                     if self.models is not None:
                         await self.models.aclose()
@@ -139,6 +146,14 @@ class Runner:
             kept = "the reports say incomplete" if summary.get("incomplete") else f"every result is in {stream.path}"
             raise ReportError("; ".join(lifecycle.broken.values()) + f"; {kept}")
         return summary
+
+    async def start(self, jobs: list[Job]) -> None:
+        """Start the executor (once); with no ``--parallel`` given, it says how many cases run at once."""
+        if not self._started:
+            self._started = True
+            await self.executor.start(jobs)
+        if not self.options.parallel:
+            self.options.parallel = self.executor.parallel()
 
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
@@ -178,6 +193,12 @@ class Runner:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (e.g. inside pytest-xdist or a thread): no handler
         return handled
+
+    def interrupt(self, name: str | None) -> None:
+        """Mark the run interrupted by signal ``name`` (None: no longer) without cancelling
+        anything: for an executor's worker, which cancels its one case itself."""
+        self.interrupted = name
+        self._stop = "interrupted" if name else None
 
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
@@ -219,8 +240,8 @@ class Runner:
             if self._stop:
                 return
             try:
-                result = await self.run_one(job)
-            except _Cancelled as cancelled:
+                result = await self.executor.run(job)
+            except CaseCancelled as cancelled:
                 self._report(cancelled.result)
                 raise asyncio.CancelledError from None
             self._report(result)
@@ -279,7 +300,7 @@ class Runner:
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
 
-        If the task is cancelled, the interrupted result is carried by ``_Cancelled``.
+        If the task is cancelled, the interrupted result is carried by ``CaseCancelled``.
         """
         case = job.case
         started = time.perf_counter()
@@ -301,10 +322,7 @@ class Runner:
             result = Result(case, "error", run=job.run, error=str(exc))
         except asyncio.CancelledError:
             cancelled = True
-            if self._stop == "interrupted":
-                result = Result(case, "error", run=job.run, error="interrupted")
-            else:
-                result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+            result = self.cancelled(job)
         result.context = ctx
         result.duration_ms = (time.perf_counter() - started) * 1000
         if case.after and result.status != "skipped":
@@ -323,7 +341,20 @@ class Runner:
                 result.error = f"{result.error}; {failure}" if result.error else failure
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
-            raise _Cancelled(result)
+            raise CaseCancelled(result)
+        return result
+
+    def cancelled(self, job: Job, duration_ms: float | None = None) -> Result:
+        """The result of a case cancelled in flight: ``error: interrupted`` after a signal, else
+        ``skipped`` (``cancelled by --fail-fast``); sealed when ``duration_ms`` is given."""
+        if self._stop == "interrupted":
+            result = Result(job.case, "error", run=job.run, error="interrupted")
+        else:
+            result = Result(job.case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+        if duration_ms is not None:
+            result.context = self.context_for(job.case, job.run)
+            result.duration_ms = duration_ms
+            result.seal()
         return result
 
     async def _hook(self, kind: str, ref: str, dirs: list[Any], agents: list[Agent], budget: float, *args: Any) -> Any:
@@ -459,8 +490,8 @@ class _HookFailed(Exception):
     pass
 
 
-class _Cancelled(Exception):
-    """A cancelled case, with the result recorded for it."""
+class CaseCancelled(Exception):
+    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
 
     def __init__(self, result: Result):
         self.result = result

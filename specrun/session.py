@@ -58,6 +58,7 @@ class RunRequest:
     run_filter: str | None = None  # --run: a regex on case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     shard: str | None = None  # --shard I/N: run only that part of the selected cases
+    executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
     verbose: bool = False
@@ -94,7 +95,7 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
-        self.models = _models(self.project, request.no_cache)
+        self.models = model_client(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why
@@ -174,6 +175,8 @@ class RunSession:
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
             self.models.preload()
         reporters, stream = self._reporters(self.outputs)
+        jobs = plan.jobs(self.options.runs)
+        await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             connector=req.connector,
@@ -197,7 +200,6 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        jobs = plan.jobs(self.options.runs)
         record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
         return RunSummary(
             total=record["total"],
@@ -257,8 +259,9 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         raise UsageError(f"--timeout: {exc}") from None
     if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
+    executor, executor_options = _executor(request, config)
     return RunOptions(
-        parallel=request.parallel or config.get("parallel") or 1,
+        parallel=request.parallel or config.get("parallel") or 0,  # 0: as many as the executor says
         timeout=timeout,
         runs=request.runs,
         fail_fast=request.fail_fast,
@@ -271,7 +274,21 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         connector=request.connector,
         simulator=request.simulator,
         min_pass_rate=request.min_pass_rate,
+        no_cache=request.no_cache,
+        executor=executor,
+        executor_options=executor_options,
     )
+
+
+def _executor(request: RunRequest, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The executor's name and options: ``--executor``, else ``executor:`` in specrun.yaml (a
+    name, or a mapping with ``type`` and the executor's options), else ``local``."""
+    configured = config.get("executor") or "local"
+    if isinstance(configured, str):
+        configured = {"type": configured}
+    name = request.executor or configured["type"]
+    options = {k: v for k, v in configured.items() if k != "type"} if name == configured["type"] else {}
+    return name, options
 
 
 def _read_context(path: Path | None) -> dict[str, Any]:
@@ -289,7 +306,8 @@ def _read_context(path: Path | None) -> dict[str, Any]:
     return data
 
 
-def _models(project: Project, no_cache: bool) -> Any:
+def model_client(project: Project, no_cache: bool) -> Any:
+    """The run's model client (None without litellm's extra); an executor's worker makes its own."""
     try:
         from .llm import ModelClient
     except ImportError:

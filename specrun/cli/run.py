@@ -42,6 +42,7 @@ import click
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
 @click.option("--shard", help="Run only part I of N of the selected cases (I/N, e.g. 2/3); see specrun merge.")
+@click.option("--executor", help="Where cases execute: local (default), ray (a Ray cluster: RAY_ADDRESS).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
 @click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
 @click.option(
@@ -100,6 +101,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         run_filter=flags["run_filter"],
         reporter_agent=flags["reporter"],
         shard=flags["shard"],
+        executor=flags["executor"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
         verbose=flags["verbose"],

@@ -1,7 +1,7 @@
 """The plugin API: everything a plugin imports besides ``specrun`` itself.
 
 A plugin subclasses a kind (:class:`AssertionType`, :class:`Target`, :class:`Source`,
-:class:`Simulator`, :class:`Reporter`), registers it from a hook marked ``@specrun.hookimpl``
+:class:`Simulator`, :class:`Reporter`, :class:`Executor`), registers it from a hook marked ``@specrun.hookimpl``
 (or with :func:`registrar`), and works with the data types, errors and helpers below. The
 names here are stable; the engine modules they come from are not. ``docs/plugins.md``
 documents each one; :mod:`specrun.plugin.testing` runs plugins in tests.
@@ -18,6 +18,7 @@ from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse
 from ..kinds import (
     AssertionType,
     Check,
+    Executor,
     Plugin,
     Reporter,
     Session,
@@ -61,7 +62,9 @@ from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
+from ..remote import RemoteRun, RemoteWorker
 from ..results import Result, RunInfo
+from ..runner import INTERRUPT_GRACE, CaseCancelled, Job
 from ..services import Models, Services
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
@@ -71,6 +74,7 @@ __all__ = [
     "COMPARE_THRESHOLD",
     "DATA_RULES",
     "DEFAULT_COMPARE_MODE",
+    "INTERRUPT_GRACE",
     "JUDGE_THRESHOLD",
     "LIMITERS",
     "MISSING",
@@ -79,12 +83,15 @@ __all__ = [
     "Assertion",
     "AssertionType",
     "Case",
+    "CaseCancelled",
     "CaseStats",
     "Check",
     "Completion",
     "Context",
     "EvaluationError",
+    "Executor",
     "FlagError",
+    "Job",
     "JudgeReply",
     "Message",
     "ModelClient",
@@ -94,6 +101,8 @@ __all__ = [
     "Plugin",
     "PluginError",
     "ProcessTree",
+    "RemoteRun",
+    "RemoteWorker",
     "Reporter",
     "Response",
     "Result",
