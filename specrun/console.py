@@ -60,6 +60,17 @@ def own_stdout() -> IO[str] | None:
     return os.fdopen(fd, "w", 1 if out.line_buffering else -1, encoding=out.encoding, errors="replace")
 
 
+def reader_gone(out: IO[str]) -> None:
+    """stdout's reader went away: send what is still buffered for ``out`` and stdout to
+    /dev/null, so that it cannot fail the exit either (as pytest does)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for file in (out, sys.__stdout__):
+        if file is not None:
+            with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
+                os.dup2(devnull, file.fileno())
+    os.close(devnull)
+
+
 class ConsoleReport:
     """Prints the run as it goes: a plugin of the run, on the lifecycle hooks (after every other)."""
 
@@ -73,6 +84,8 @@ class ConsoleReport:
         self._plain = not self.console.is_terminal and self.console.color_system is None
         self._gone = False
         self.output_paths: list[str] = []
+        self.flaky: dict[str, None] = {}  # ids of the cases flaky in the run history, in order
+        self.cached = 0  # results whose model calls were all answered from the cache
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
         if self._gone:
@@ -86,15 +99,9 @@ class ConsoleReport:
             self._reader_gone()
 
     def _reader_gone(self) -> None:
-        """stdout's reader went away: print nothing more, and send what is still buffered for
-        stdout to /dev/null, so that it cannot fail the exit either (as pytest does)."""
+        """stdout's reader went away: print nothing more (see ``reader_gone``)."""
         self._gone = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for out in (self.console.file, sys.__stdout__):
-            if out is not None:
-                with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
-                    os.dup2(devnull, out.fileno())
-        os.close(devnull)
+        reader_gone(self.console.file)
 
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:
@@ -127,6 +134,9 @@ class ConsoleReport:
     @hookimpl(trylast=True)
     def case_finished(self, result: Result) -> None:
         self.done += 1
+        if result.flaky:
+            self.flaky[result.case.id] = None
+        self.cached += result.cached
         if not self.quiet or result.status != "passed":
             self._print_case(result)
         if self._live is not None and not self._gone:
@@ -145,6 +155,8 @@ class ConsoleReport:
             " ",
             (status, STYLE[result.status]),
             f" ({duration})",
+            (" [flaky]", "yellow") if result.flaky else "",  # its verdict has changed over recent runs
+            (" [cached]", "dim") if result.cached else "",  # the judges' replies cost nothing this time
         )
         if record.get("turns") is not None:
             self._print_turns(record)
@@ -221,6 +233,11 @@ class ConsoleReport:
                 ("pass^k", f"{summary.get('pass_hat_k')}%"),
                 ("pass@k", f"{summary.get('pass_at_k')}%"),
             ]
+        if self.flaky:
+            shown = ", ".join(clean(case_id, 40) for case_id in list(self.flaky)[:10])
+            rows.append(("Flaky", shown + (f" (+{len(self.flaky) - 10})" if len(self.flaky) > 10 else "")))
+        if self.cached:
+            rows.append(("Cached", f"{self.cached} result{'s' * (self.cached != 1)} judged from the model cache"))
         for path in self.output_paths:
             rows.append(("Output", path))
         for label, value in rows:

@@ -8,7 +8,7 @@ matching hook in :mod:`specrun.hookspecs`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -32,6 +32,14 @@ class Plugin:
     description: ClassVar[str] = ""
     params_schema: ClassVar[dict[str, Any]] = {"properties": {}}
     needs_model: ClassVar[bool] = False  # True when it calls a model: the run then preloads litellm
+    label_params: ClassVar[tuple[str, ...]] = ()  # parameters naming what it runs (a script, an agent)
+
+    @classmethod
+    def label(cls, params: Mapping[str, Any]) -> str:
+        """How messages name one configured use: the name, then the first ``label_params``
+        value given (``script checks.py:total``, ``agent reviewer``)."""
+        given = next((params[p] for p in cls.label_params if isinstance(params.get(p), str)), None)
+        return f"{cls.name} {given}" if given else cls.name
 
 
 # -- assertions -------------------------------------------------------------------------------

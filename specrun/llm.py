@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from .errors import EvaluationError
 from .limiter import Limiters
 from .model import Message, ToolCall, Usage
-from .model_cache import CACHE_FORMAT, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
+from .model_cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .providers import (
     describe_error,
     error_retry_after,
@@ -263,11 +263,17 @@ class ModelClient:
             "run": run,
         }
         key = self.cache.key(material)
-        hit = _from_entry(self.cache.get(key), chosen, key)
-        if hit is not None:
+        answer = _from_entry(self.cache.get(key), chosen, key)
+        if answer is not None:
             self.cache_hits += 1
-            return hit
-        return await self._single_flight(key, lambda: self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, key))
+        else:
+            answer = await self._single_flight(
+                key, lambda: self._ask(chosen, chat, kwargs, json_mode, purpose, secrets, key)
+            )
+        if (tally := CASE_TALLY.get()) is not None:  # the case's result says when all it asked was cached
+            tally.calls += 1
+            tally.hits += answer.cached
+        return answer
 
     async def _single_flight(self, key: str, ask: Callable[[], Awaitable[Completion]]) -> Completion:
         """Identical calls in flight at once are made once; the others get the answer as a

@@ -7,16 +7,18 @@ One JSON file per entry, keyed by a SHA-256 of everything that shapes the answer
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import logging
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .outputs import atomic_writer
+from .outputs import atomic_writer, private_folder
 
 logger = logging.getLogger("specrun.llm")
 
@@ -24,6 +26,23 @@ DEFAULT_CACHE_DIR = ".specrun-cache"
 CACHE_FORMAT = 2  # 2: the key holds the endpoint
 
 T = TypeVar("T")
+
+
+@dataclass
+class CacheTally:
+    """The cacheable model calls of one case, and how many the cache answered."""
+
+    calls: int = 0
+    hits: int = 0
+
+    @property
+    def all_cached(self) -> bool:
+        """The case asked the models something and every answer came from the cache."""
+        return self.calls > 0 and self.hits == self.calls
+
+
+CASE_TALLY: contextvars.ContextVar[CacheTally | None] = contextvars.ContextVar("specrun_case_tally", default=None)
+"""The running case's tally: set by the runner around each case, counted by the model client."""
 
 
 class DiskCache:
@@ -53,9 +72,7 @@ class DiskCache:
     def put(self, key: str, entry: Mapping[str, Any]) -> None:
         path = self._path(key)
         try:
-            if not self.root.is_dir():
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
+            private_folder(self.root)
             with atomic_writer(path) as fh:
                 json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
         except OSError as exc:  # a read-only checkout must not fail the run

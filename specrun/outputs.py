@@ -1,6 +1,9 @@
 """Where a run writes: checked before the first case, locked while the run lasts, and
 written atomically (:func:`atomic_writer`, for reports, ``specrun diff`` and the model cache).
 
+A run without ``-o`` streams its results to ``.specrun/runs/output-<time>.jsonl`` under the
+project root (:func:`default_stream`): ``.specrun/`` is specrun's own folder (the run history
+is there too), and when specrun creates it, it tells git to ignore it (:func:`private_folder`).
 A run's outputs (``-o`` files, the default result stream, ``--save``) must not be one of its
 inputs, must not be named twice, and must not land where a folder search of its inputs would
 read them back as suites. While a run lasts, each output is locked (``flock`` on a hidden
@@ -15,6 +18,7 @@ import fcntl
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -23,6 +27,27 @@ from .discovery import skip_reason
 from .documents import SUITE_EXTENSIONS
 from .errors import UsageError
 from .problems import display_path
+
+PRIVATE_FOLDER = ".specrun"
+RUNS_FOLDER = f"{PRIVATE_FOLDER}/runs"
+
+
+def default_stream(root: Path) -> Path:
+    """Where a run without ``-o`` streams its results: ``.specrun/runs/output-<time>.jsonl``
+    under the project ``root`` (with ``-2``, ``-3``... when a run of the same second has the name)."""
+    folder, stamp = root / RUNS_FOLDER, datetime.now().strftime("%Y%m%d%H%M%S")
+    path, n = folder / f"output-{stamp}.jsonl", 2
+    while path.exists():
+        path, n = folder / f"output-{stamp}-{n}.jsonl", n + 1
+    return path
+
+
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) holding a ``.gitignore`` that ignores all of it: what
+    specrun keeps for itself (result streams, the model cache) is not for version control."""
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
 
 
 def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], folders: Iterable[Path]) -> None:

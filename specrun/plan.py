@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from .documents import load_mapping
 from .errors import Problem, SuiteError, UsageError
 from .kinds import Source, SourceContext
 from .model import Case, Suite
-from .patterns import PatternError, compile_pattern
 from .plugins import Plugins
 from .problems import display_path
 from .project import Agent, Project
@@ -77,16 +77,13 @@ def build_plan(
     project: Project,
     plugins: Plugins,
     name: str | None = None,
-    run_filter: str | None = None,
+    select: Callable[[Case], bool] | None = None,
     connector: str | None = None,
     simulator: str | None = None,
 ) -> Plan:
     """Pick each case's agent (``-n`` > case ``target`` > suite ``target`` > nearest agent.yaml),
-    apply ``--run``, and build every target once so config mistakes show before the run."""
-    try:
-        pattern = compile_pattern(run_filter) if run_filter else None
-    except PatternError as exc:
-        raise UsageError(f"--run: {exc}") from None
+    keep the cases ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun.selection`), and
+    build every target once so config mistakes show before the run."""
     plan = Plan(suites)
     missing: list[str] = []
     for suite in suites:
@@ -106,7 +103,7 @@ def build_plan(
         else:
             suite_agent = project.nearest_agent(suite.path)
         for case in suite.cases:
-            if pattern and not (pattern.search(case.id) or (case.name and pattern.search(case.name))):
+            if select is not None and not select(case):
                 continue
             agent = suite_agent
             own = not name and case.target is not None

@@ -2,7 +2,7 @@
 
 ``RemoteRun.of(runner, jobs)`` is the whole run in one picklable object, sent once (each case
 and agent once, however many runs): the project's root and config, the run's options, the
-cases and their agents. A job then travels as three integers. In a worker process,
+cases and their agents. A job then travels as three integers and its flaky mark. In a worker process,
 ``RemoteWorker`` rebuilds the project, the plugins, the model client and a local
 :class:`~specrun.runner.Runner` from it, with every path under the driver's project root moved
 to the worker's copy of the project, and runs one job at a time on one event loop, exactly as
@@ -82,9 +82,9 @@ class RemoteWorker:
         self.runner = Runner(project, plugins, run.options, models=model_client(project, run.options.no_cache))
         self.loop = asyncio.new_event_loop()  # one loop for every job: targets keep their connections
 
-    def run(self, case: int, agent: int, run: int) -> tuple[dict[str, Any], str]:
-        """Run one job; its result's record and JSON line."""
-        job = Job(self.run_spec.cases[case], self.run_spec.agents[agent], run)
+    def run(self, case: int, agent: int, run: int, flaky: bool = False) -> tuple[dict[str, Any], str]:
+        """Run one job (``Job``'s fields, the case and agent by index); its result's record and JSON line."""
+        job = Job(self.run_spec.cases[case], self.run_spec.agents[agent], run, flaky)
         result = self.loop.run_until_complete(self._run(job))
         return result.record(), result.line
 

@@ -67,6 +67,8 @@ class Result:
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
+    cached: bool = False  # every cacheable model call of the case (judges, simulators) was a cache hit
+    flaky: bool = False  # the case is flaky in the run history (see specrun.history)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
 
@@ -80,6 +82,7 @@ class Result:
         result.error, result.assertions = record.get("error"), assertions
         result.response = Response(content=output) if output is not None or calls else None
         result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
+        result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
         result._record, result._line = record, line
         return result
 
@@ -143,6 +146,10 @@ class Result:
             data["total_turns"] = len(self.turns)
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.cached:
+            data["cached"] = True
+        if self.flaky:
+            data["flaky"] = True
         if case.tags:
             data["tags"] = case.tags
         if case.min_pass_rate is not None:

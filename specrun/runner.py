@@ -44,6 +44,7 @@ from .model import (
     as_response,
     format_duration,
 )
+from .model_cache import CASE_TALLY, CacheTally
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
@@ -87,6 +88,7 @@ class Job:
     case: Case
     agent: Agent
     run: int = 1
+    flaky: bool = False  # flaky in the run history: its result says so
 
 
 class Runner:
@@ -152,8 +154,7 @@ class Runner:
         if not self._started:
             self._started = True
             await self.executor.start(jobs)
-        if not self.options.parallel:
-            self.options.parallel = self.executor.parallel()
+        self.options.parallel = self.options.parallel or self.executor.parallel()
 
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
@@ -195,10 +196,8 @@ class Runner:
         return handled
 
     def interrupt(self, name: str | None) -> None:
-        """Mark the run interrupted by signal ``name`` (None: no longer) without cancelling
-        anything: for an executor's worker, which cancels its one case itself."""
-        self.interrupted = name
-        self._stop = "interrupted" if name else None
+        """Mark the run interrupted by ``name`` (None: not) for an executor's worker, which cancels its case itself."""
+        self.interrupted, self._stop = name, ("interrupted" if name else None)
 
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
@@ -309,6 +308,8 @@ class Runner:
         budget = case.timeout or self.options.timeout
         before_data = None
         cancelled = False
+        tally = CacheTally()
+        counting = CASE_TALLY.set(tally)  # this task's model calls are this case's
         try:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
@@ -339,6 +340,8 @@ class Runner:
                 failure = str(after.exception())
                 result.status = "error"
                 result.error = f"{result.error}; {failure}" if result.error else failure
+        CASE_TALLY.reset(counting)
+        result.cached, result.flaky = tally.all_cached, job.flaky
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
             raise CaseCancelled(result)
@@ -347,13 +350,12 @@ class Runner:
     def cancelled(self, job: Job, duration_ms: float | None = None) -> Result:
         """The result of a case cancelled in flight: ``error: interrupted`` after a signal, else
         ``skipped`` (``cancelled by --fail-fast``); sealed when ``duration_ms`` is given."""
-        if self._stop == "interrupted":
-            result = Result(job.case, "error", run=job.run, error="interrupted")
-        else:
-            result = Result(job.case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+        stopped = self._stop == "interrupted"
+        why = "interrupted" if stopped else f"cancelled by {self._stop}"
+        result = Result(job.case, "error" if stopped else "skipped", run=job.run, error=why)
         if duration_ms is not None:
             result.context = self.context_for(job.case, job.run)
-            result.duration_ms = duration_ms
+            result.duration_ms, result.flaky = duration_ms, job.flaky
             result.seal()
         return result
 

@@ -21,15 +21,17 @@ from typing import Any
 
 from .case_rules import GeneratedLimits
 from .errors import UsageError
+from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
 from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
-from .outputs import check_outputs
+from .outputs import check_outputs, default_stream
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
 from .results import Result, RunInfo
 from .runner import Job, Runner, RunOptions
+from .selection import Selection
 from .shard import Shard
 from .shard import select as select_shard
 from .stream import ResultStream
@@ -56,12 +58,18 @@ class RunRequest:
     connector: str | None = None
     simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
+    tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
+    keywords: str | None = None  # -k: an expression on substrings of case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     shard: str | None = None  # --shard I/N: run only that part of the selected cases
     executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
     verbose: bool = False
+    history: bool = True  # --no-history: do not record this run in the project's run history
+    argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
+    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
+    failed_first: bool = False  # --ff: those cases first, then the others
 
 
 @dataclass
@@ -95,6 +103,7 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
+        self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = model_client(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
@@ -102,6 +111,7 @@ class RunSession:
         self.outputs: list[str] = []  # the files the run writes, known once planned
         self._plan: Plan | None = None
         self._temporary: Path | None = None
+        self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
         self.shard = Shard.parse(request.shard) if request.shard else None  # a bad value: before anything loads
         self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
@@ -136,14 +146,22 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        plan = build_plan(
-            self.suites, self.project, self.plugins, req.agent, req.run_filter, req.connector, req.simulator
-        )
+        select = self.selection.matches if self.selection else None
+        plan = build_plan(self.suites, self.project, self.plugins, req.agent, select, req.connector, req.simulator)
+        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
         if not plan.pairs:
-            raise UsageError("no cases to run" + (f" match --run {req.run_filter!r}" if req.run_filter else ""))
+            matching = f" match {self.selection.describe()}" if self.selection else ""
+            raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
+        if unknown:
+            self.notes.append(f"specrun: warning: {unknown}")
+        if req.last_failed or req.failed_first:
+            from .rerun import rerun_failed
+
+            plan.pairs, note = rerun_failed(plan.pairs, self.project, last_failed=req.last_failed)
+            self.notes.append(note)
         if self.shard is not None:  # an empty shard is a run of nothing: its stream still joins the merge
             selected = len(plan.pairs)
-            plan.pairs, partition = select_shard(plan.pairs, self.shard, self.project.root)
+            plan.pairs, partition = select_shard(plan.pairs, self.shard, self.project.root, self._durations)
             self._shard_info = partition.info(selected)
         if req.connector and not any(self.project.takes_model(agent) for _, agent in plan.pairs):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for _, a in plan.pairs}))
@@ -163,8 +181,7 @@ class RunSession:
         self._plan = plan
         self.outputs = list(req.outputs)
         if not self.outputs and not self.direct:  # direct mode prints the answer instead
-            folder = self.first if self.first.is_dir() else self.first.parent
-            self.outputs = [str(folder / f"output-{datetime.now().strftime('%Y%m%d%H%M%S')}.jsonl")]
+            self.outputs = [str(default_stream(self.project.root))]
         return plan
 
     async def run(self, console: object) -> RunSummary:
@@ -177,6 +194,7 @@ class RunSession:
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
+        recorder = self._recorder(plan, jobs, stream.path)
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             connector=req.connector,
@@ -200,7 +218,9 @@ class RunSession:
         # CPU; GC time in the run from ~50 ms to under 1 ms.
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
-        record = await self.runner.run(jobs, info, [console, stream, *reporters], stream)
+        ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
             passed=record["passed"],
@@ -215,6 +235,41 @@ class RunSession:
             stream=stream.path,
             record=record,
         )
+
+    def _durations(self, case_ids: list[str]) -> dict[str, float]:
+        """Past mean durations (ms) from the run history, which balance ``--shard``; none with
+        ``--no-history``, or when there is no usable history."""
+        from .history import History, HistoryError
+
+        if not self.request.history:
+            return {}
+        try:
+            history = History.open(self.project.root, self.project.config)
+        except HistoryError:
+            return {}
+        try:
+            return history.durations(case_ids)
+        except HistoryError:
+            return {}
+        finally:
+            history.close()
+
+    def _recorder(self, plan: Plan, jobs: list[Job], stream: Path) -> object | None:
+        """The run's recorder into the project's run history (None when it is off), with the
+        jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
+        from .history import History, settings
+
+        if not self.request.history or settings(self.project.root, self.project.config).path is None:
+            return None
+        from .recording import HistoryRecorder, mark_flaky
+
+        history = History.open(self.project.root, self.project.config, create=True)
+        mark_flaky(history, jobs, self.project.root)
+        if self.shard is not None:  # a part of a run is not recorded: every shard then balances by the same durations
+            history.close()
+            return None
+        kept = None if self._temporary is not None else stream
+        return HistoryRecorder(history, plan.pairs, self.project.root, self.request.argv, kept)
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a

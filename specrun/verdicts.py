@@ -63,8 +63,8 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
             finally:
                 CASE_DEADLINE.reset(paused)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
-        ref = assertion.params.get("script", assertion.params.get("use"))
-        what = f"{assertion.type} {ref}" if isinstance(ref, str) else f"{assertion.type} assertion"
+        kind = registry.get("assertion", assertion.type)
+        what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
         return AssertionResult(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns(
-    ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ruff_cache", ".specrun-cache",
+    ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ruff_cache", ".specrun-cache", ".specrun",
     "output-*.jsonl",
 )
 

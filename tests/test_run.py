@@ -100,12 +100,16 @@ def test_all_pass_exit_0_and_streams_jsonl(tmp_path):
     assert "ALL TESTS PASSED" in proc.stdout
 
 
-def test_default_output_next_to_input(tmp_path):
+def test_default_output_under_the_project_root(tmp_path):
     make_project(tmp_path, [{"id": "a", "input": "x"}])
     proc = run("suite.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    outputs = list(tmp_path.glob("output-*.jsonl"))
+    assert not list(tmp_path.glob("output-*.jsonl"))  # not next to the suites any more
+    runs = tmp_path / ".specrun" / "runs"
+    outputs = list(runs.glob("output-*.jsonl"))
     assert len(outputs) == 1 and len(outputs[0].stem) == len("output-20261130101010")
+    assert f"Output:    .specrun/runs/{outputs[0].name}" in proc.stdout
+    assert (tmp_path / ".specrun" / ".gitignore").read_text().splitlines()[-1] == "*"  # git ignores it
     # a second run does not pick up the first run's output as a suite
     proc = run(".", "-o", "output-again.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -356,7 +360,7 @@ def test_seed_v1_jsonl_runs_unchanged(tmp_path):
     (suite / "inputs.jsonl").write_text("".join(json.dumps(c) + "\n" for c in SEED_V1))
     proc = run("-i", "package/tests/inputs.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (output,) = list(suite.glob("output-*.jsonl"))
+    (output,) = list((tmp_path / ".specrun" / "runs").glob("output-*.jsonl"))
     by_id = {r["id"]: r for r in records(output) if r["type"] == "result"}
     assert len(by_id) == 10 and all(r["status"] == "passed" for r in by_id.values())
 
@@ -461,3 +465,10 @@ def test_missing_case_hook_is_bad_input_before_anything_runs(tmp_path):
     assert proc.returncode == 2
     assert "suite.jsonl:2:1:" in proc.stderr and "(at cases[1].after)" in proc.stderr and "Nope" in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_dry_run_names_each_dynamic_case_simulator_as_its_plugin_labels_it():
+    root = Path(__file__).resolve().parents[1]
+    proc = run(str(root / "suites/expense/tests/dynamic.yaml"), "--dry-run", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("simulator=scripted checkpoints=") == 2

@@ -133,3 +133,30 @@ def test_cases_without_a_past_duration_count_as_the_median():
     assigned = partition(keys(6), 2, durations)
     assert sorted(list(assigned.values()).count(s) for s in (1, 2)) == [3, 3]
     assert partition(keys(6), 2, durations) == assigned  # deterministic
+
+
+SLOW = """
+import time
+
+def reply(messages, ctx):
+    if ctx.case_id == "c0":
+        time.sleep(0.4)
+    return messages[-1].content
+"""
+
+
+def test_shards_balance_by_the_durations_in_the_run_history(tmp_path):
+    root = make_project(tmp_path / "p", files=1, per_file=10)
+    (root / "agent" / "bot.py").write_text(SLOW)
+    assert run_cli(["agent", "-q", "-o", "whole.jsonl"], cwd=root).returncode == 0  # recorded in .specrun/history.db
+    outs = run_shards(root, 2)
+    info = [start(out)["shard"] for out in outs]
+    assert all(i["balanced"] for i in info) and len({i["partition"] for i in info}) == 1
+    sizes = {out: [r["id"] for r in results(out)] for out in outs}
+    assert sorted(len(ids) for ids in sizes.values()) == [1, 9]  # the slow case alone against the nine others
+    assert ["c0"] in sizes.values()
+    unbalanced = run_shards(root, 2, "--no-history", name="plain")  # no history read: dealt by count
+    assert [len(results(out)) for out in unbalanced] == [5, 5]
+    assert not any(start(out)["shard"]["balanced"] for out in unbalanced)
+    done = run_cli(["merge", *map(str, [outs[0], unbalanced[1]])], cwd=root)
+    assert done.returncode == 2 and "split the cases differently" in done.stderr

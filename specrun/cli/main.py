@@ -22,6 +22,7 @@ COMMANDS = {
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
     "merge": "specrun.cli.merge",
+    "init": "specrun.cli.init",
 }
 
 
@@ -67,10 +68,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     specrun suites/                 run every suite under suites/
+    specrun                         run the suites specrun.yaml lists
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
+    specrun init                    scaffold a project here
     """
-    ctx.obj = {"debug": debug}
+    ctx.ensure_object(dict)["debug"] = debug
 
 
 def _traceback() -> None:
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SPECRUN_DEBUG"))
     try:
-        code = cli.main(args=args, prog_name="specrun", standalone_mode=False)
+        # The command line as given (the run history records it; a test calls main in-process).
+        code = cli.main(args=args, prog_name="specrun", standalone_mode=False, obj={"argv": list(args)})
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.ClickException as exc:  # shown through redact: click quotes the bad value

@@ -41,6 +41,8 @@ import click
     help="With --runs: a case passes when this % of its runs pass (more than 0).",
 )
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
+@click.option("-m", "tags", metavar="EXPR", help="Only cases whose tags match: 'smoke and not slow' (pytest's -m).")
+@click.option("-k", "keywords", metavar="EXPR", help="Only cases whose id or name has these substrings (pytest's -k).")
 @click.option("--shard", help="Run only part I of N of the selected cases (I/N, e.g. 2/3); see specrun merge.")
 @click.option("--executor", help="Where cases execute: local (default), ray (a Ray cluster: RAY_ADDRESS).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
@@ -55,21 +57,25 @@ import click
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option("--no-history", is_flag=True, help="Do not record this run in the project's run history.")
+@click.option(
+    "--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the cases that failed or errored last time."
+)
+@click.option(
+    "--ff", "--failed-first", "failed_first", is_flag=True, help="Run the cases that failed last time first."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
     """Run suites: every case against its agent, with a verdict a CI job can trust.
 
-    Exit codes: 0 all passed, 1 a case failed or errored, 2 bad input or usage,
-    3 specrun itself failed, 130/143 interrupted.
+    With no PATHS, the suites listed under `suites` in specrun.yaml. Exit codes: 0 all
+    passed, 1 a case failed or errored, 2 bad input or usage, 3 specrun itself failed,
+    130/143 interrupted.
     """
     import asyncio
 
-    from ..errors import UsageError
-
-    specs = [*paths, *inputs]
-    if not specs:
-        raise UsageError("nothing to run: give suite files or folders (e.g. specrun suites/), or -i")
+    specs = [*paths, *inputs] or _project_suites()
     _check_positional(paths)
     from ..outputs import OutputLocks
 
@@ -99,12 +105,18 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         connector=flags["connector"],
         simulator=flags["simulator"],
         run_filter=flags["run_filter"],
+        tags=flags["tags"],
+        keywords=flags["keywords"],
         reporter_agent=flags["reporter"],
         shard=flags["shard"],
         executor=flags["executor"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
         verbose=flags["verbose"],
+        history=not flags["no_history"],
+        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+        last_failed=flags["last_failed"],
+        failed_first=flags["failed_first"],
     )
     session = RunSession(request)
     _check_reporter(session.project, flags)
@@ -118,20 +130,48 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     if flags["save"]:
         _save_generated(suites, flags["save"])
     plan = session.plan()
+    for note in session.notes:
+        click.echo(note, err=True)
     if flags["dry_run"]:
-        _show_plan(plan, request.runs, flags["save"])
+        _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
+    if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
+        from ..outputs import PRIVATE_FOLDER, private_folder
+
+        private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from ..console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
-    console.output_paths = session.outputs
+    from ..problems import display_path
+
+    console.output_paths = [display_path(Path(o)) for o in session.outputs]
     summary = await session.run(console)  # a failed report raises, and keeps the stream
     if session.direct and not request.outputs:
         _print_direct(summary.stream)
     session.discard_stream()
     return summary.exit_code
+
+
+def _project_suites() -> list[str]:
+    """No paths given: the ``suites`` of the project's ``specrun.yaml`` (found from here up)."""
+    from ..errors import UsageError
+    from ..plugins import default_plugins
+    from ..project import Project
+
+    project = Project.discover(Path.cwd(), default_plugins().registry)
+    suites = project.config.get("suites")
+    if not suites:
+        raise UsageError(
+            "nothing to run: give suite files or folders (e.g. specrun suites/) or -i, or list them under"
+            " 'suites' in specrun.yaml (specrun init makes a project)"
+        )
+    paths = [os.path.relpath(project.root / suite) for suite in suites]
+    missing = [suite for suite, path in zip(suites, paths, strict=True) if not os.path.exists(path)]
+    if missing:
+        raise UsageError(f"{project.root / 'specrun.yaml'}: suites: no such file or folder: {', '.join(missing)}")
+    return paths
 
 
 def _check_positional(paths: tuple[str, ...]) -> None:
@@ -196,13 +236,13 @@ def _print_direct(stream: Path) -> None:
             )
 
 
-def _show_plan(plan: Any, runs: int, saved: Path | None) -> None:
+def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
     from ..console import clean
 
     for case, agent in plan.pairs:
         if case.dynamic:
-            simulator = case.simulator or {}
-            who = simulator.get("use") or simulator.get("type", "--simulator")
+            config = case.simulator
+            who = registry.simulator_for(config).label(config) if config is not None else "--simulator"
             steps = " → ".join(c.id + ("" if c.required else "?") for c in case.checkpoints)
             detail = f"dynamic agent={agent.id} simulator={who} checkpoints={steps}"
         else:

@@ -186,6 +186,7 @@ class AgentJudge(AssertionType):
     )
     needs_model: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ("use",)
+    label_params: ClassVar[tuple[str, ...]] = ("use",)
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "use": {

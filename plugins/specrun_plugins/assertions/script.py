@@ -77,6 +77,7 @@ class Script(AssertionType):
     name = "script"
     description = "A Python function (output, input, expected) returns a bool or {pass, message, score}."
     data_only = False
+    label_params: ClassVar[tuple[str, ...]] = ("script", "use")
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "script": _REF,

@@ -149,7 +149,8 @@ class RayExecutor(Executor):
         import ray
 
         started = time.perf_counter()
-        ref = self._remote(job).remote(self._box, self._cases[id(job.case)], self._agents[id(job.agent)], job.run)
+        case, agent = self._cases[id(job.case)], self._agents[id(job.agent)]
+        ref = self._remote(job).remote(self._box, case, agent, job.run, job.flaky)
         try:
             record, line = await ref
         except asyncio.CancelledError:
@@ -216,7 +217,7 @@ def _uploaded(env: dict[str, Any]) -> dict[str, Any]:
 _WORKER: list[Any] = []  # [run key, RemoteWorker]: the run this worker process serves
 
 
-def run_case(box: list[Any], case: int, agent: int, run: int) -> tuple[dict[str, Any], str]:
+def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tuple[dict[str, Any], str]:
     """The Ray task: run one job of the shipped run here, in the project's copy (the working
     directory Ray made from ``working_dir``)."""
     import ray
@@ -228,5 +229,5 @@ def run_case(box: list[Any], case: int, agent: int, run: int) -> tuple[dict[str,
         if _WORKER:
             _WORKER[1].close()
         _WORKER[:] = [key, RemoteWorker(ray.get(box[0]), Path.cwd().resolve())]
-    result: tuple[dict[str, Any], str] = _WORKER[1].run(case, agent, run)
+    result: tuple[dict[str, Any], str] = _WORKER[1].run(case, agent, run, flaky)
     return result

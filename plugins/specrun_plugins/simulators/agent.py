@@ -25,6 +25,7 @@ class AgentSimulator(Simulator):
     description = "A project agent (use: <agent id>) plays the user; options.metadata gives persona and goal."
     needs_model: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ("use",)  # calls that agent: generated cases need it allowed
+    label_params: ClassVar[tuple[str, ...]] = ("use",)  # `--dry-run` shows the agent it is
     shorthand: ClassVar[str | None] = "use"  # `simulator: {use: id}` and `--simulator ID` mean this simulator
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {

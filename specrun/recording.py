@@ -1,0 +1,183 @@
+"""Recording a run into the history (:mod:`specrun.history`): a plugin of the run, like the stream.
+
+``run_started`` writes the run's row (its command line, agents, suites and their content hash,
+the git commit); each ``case_finished`` adds the case's row, committed at the event loop's next
+turn together with the others of that turn (one transaction per burst of results, not per
+result: measured in bench/http_bench.py); ``run_finished`` writes the totals. A killed run keeps
+every result committed before it died; its row has no end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import secrets
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import hookimpl
+from .history import CaseKey, History, HistoryError, case_suite
+from .model import Case, to_json
+from .project import Agent
+from .redact import redact, redact_json
+from .results import Result, RunInfo
+from .runner import Job
+
+
+def new_run_id() -> str:
+    """A run id that sorts by time: ``20261130-231035-3fa2c1``."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+def content_hash(case: Case) -> str:
+    """A hash of what the case asks and checks (its resolved definition, not its name or place):
+    results of an edited case are not compared with those from before the edit."""
+    definition = [
+        [m.to_dict() for m in case.input],
+        case.expected,
+        [a.to_dict() for a in case.assertions],
+        [(c.id, c.assertion.to_dict(), c.after, c.required) for c in case.checkpoints],
+        case.options,
+        case.metadata,
+        case.simulator,
+        case.target,
+        [case.before, case.after, case.user, case.team, case.locale, case.skip, case.timeout, case.max_turns],
+        case.min_pass_rate,
+    ]
+    return _digest(json.dumps(definition, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def mark_flaky(history: History, jobs: list[Job], root: Path) -> None:
+    """Mark the jobs of the cases that are flaky in ``history`` (their results say so)."""
+    flaky = {f.key for f in history.flaky(case_ids={job.case.id for job in jobs})}
+    known: dict[int, str] = {}
+    for job in jobs if flaky else ():
+        job.flaky = CaseKey(case_suite(job.case, root, known), job.case.id, job.agent.id) in flaky
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def git_commit(root: Path) -> str | None:
+    """The commit checked out at ``root``, when it is in a git repository."""
+    if not any((folder / ".git").exists() for folder in [root, *root.parents]):
+        return None  # no git process for a project outside any repository
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+        if done.returncode == 0:
+            return done.stdout.strip() or None
+    return None
+
+
+class HistoryRecorder:
+    """Records one run into ``history`` (see the module docstring); ``pairs`` are the plan's."""
+
+    def __init__(
+        self,
+        history: History,
+        pairs: list[tuple[Case, Agent]],
+        root: Path,
+        argv: list[str],
+        stream: Path | None,
+    ):
+        self.history = history
+        self.run_id = new_run_id()
+        self.root = root
+        self.argv = argv
+        self.stream = stream
+        self.pairs = pairs
+        self._cases: dict[int, tuple[str, str, str]] = {}  # id(case) -> suite key, agent id, content hash
+        self._pending: list[tuple[Any, ...]] = []
+        self._failure: str | None = None
+
+    @hookimpl
+    def run_started(self, info: RunInfo) -> None:
+        keys: dict[int, str] = {}
+        for case, agent in self.pairs:
+            self._cases[id(case)] = (case_suite(case, self.root, keys), agent.id, content_hash(case))
+        suites = list(dict.fromkeys(keys.values()))
+        whole = _digest(json.dumps([[s, h] for s, _, h in self._cases.values()]))
+        row = {
+            "id": self.run_id,
+            "started_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+            "argv": json.dumps([redact(a) for a in self.argv], ensure_ascii=False),
+            "agents": json.dumps(sorted({agent.id for _, agent in self.pairs}), ensure_ascii=False),
+            "suites": json.dumps(suites, ensure_ascii=False),
+            "suites_hash": whole,
+            "git_commit": git_commit(self.root),
+            "stream": str(self.stream.resolve()) if self.stream else None,
+        }
+        self._write(self.history.add_run, row)
+        if self._failure:
+            raise HistoryError(self._failure)
+
+    @hookimpl
+    def case_finished(self, result: Result) -> None:
+        if self._failure:
+            raise HistoryError(self._failure)
+        record = result.record()
+        suite, agent, content = self._cases[id(result.case)]
+        usage = record.get("usage") or {}
+        self._pending.append(
+            (
+                self.run_id,
+                result.case.id,
+                result.run,
+                agent,
+                suite,
+                result.case.location.line,
+                result.status,
+                record.get("duration_ms"),
+                usage.get("total_tokens"),
+                usage.get("cost"),
+                redact(record["error"]) if record.get("error") else None,
+                int(result.cached),
+                _digest(to_json([record.get("output"), record.get("tool_calls")])),
+                content,
+                redact_json(result.line),
+            )
+        )
+        if len(self._pending) == 1:
+            try:
+                asyncio.get_running_loop().call_soon(self._flush)
+            except RuntimeError:  # no event loop: write it now
+                self._flush()
+
+    def _flush(self) -> None:
+        rows, self._pending = self._pending, []
+        if rows and not self._failure:
+            self._write(self.history.add_cases, rows)
+
+    def _write(self, method: Callable[..., None], *args: Any) -> None:
+        """A write; its failure is kept (raised at the next hook: the run ends with exit 3 naming it)."""
+        try:
+            method(*args)
+        except sqlite3.Error as exc:
+            self._failure = f"cannot write the run history {self.history.path}: {exc}"
+
+    @hookimpl
+    def run_finished(self, summary: dict[str, Any]) -> None:
+        self._flush()
+        if self._failure:
+            raise HistoryError(self._failure)
+        usage = summary.get("usage") or {}
+        totals = {
+            "ended_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+            **{k: summary.get(k) for k in ("total", "passed", "failed", "errors", "skipped", "not_run", "duration_ms")},
+            "cost": usage.get("cost"),
+            "interrupted": int(bool(summary.get("interrupted"))),
+            "summary": redact_json(to_json(summary)),
+        }
+        self._write(self.history.end_run, self.run_id, totals)
+        self.history.close()
+        if self._failure:
+            raise HistoryError(self._failure)
