@@ -1,14 +1,15 @@
 """The ray executor against the local one, on this machine's cores.
 
-1. CPU-bound: 400 cases of an in-process Python agent doing a fixed amount of pure-Python work
+1. CPU-bound: cases of an in-process Python agent doing a fixed amount of pure-Python work
    (calibrated here to about 50 ms on one core): locally (one event loop and one interpreter
-   lock, so one core whatever --parallel says) and on a local Ray cluster of --cpus workers.
-2. Overhead: 400 cases of an instant agent, locally and on Ray, at --parallel 1 (each case's
-   round trip) and at the cluster's width (throughput): the difference per case.
+   lock, so one core whatever --parallel says) and on a local Ray cluster of --cpus CPUs.
+2. Overhead: cases of an instant agent, locally and on Ray, one at a time (--parallel 1: each
+   case's round trip) and at the cluster's width (throughput).
 
-Each run is a specrun process. "wall" is the whole process (the Ray run includes starting a
-local cluster and its workers); "run" is the run's own duration from the summary line (after
-the cluster is up; worker start-up and the first imports on each worker are in it).
+Each configuration runs twice, with N/2 and N cases, each run a specrun process. "wall" is the
+whole process (a Ray run starts a local cluster first); "run" is the run's own duration from
+the summary line (the cluster is up; starting the workers and their first imports are in it);
+"ms/case" is the steady state, (run(N) - run(N/2)) / (N/2), which leaves the start-up out.
 
     python bench/ray_bench.py [--cases 400] [--cpus 2] [--work-ms 50]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -36,23 +38,27 @@ def instant(messages, ctx):
 
 
 def calibrate(work_ms: float) -> int:
-    """Iterations of the agent's loop that take ``work_ms`` on one core here."""
-    n = 200_000
-    started = time.perf_counter()
-    total = 0
-    for i in range(n):
-        total += i * i % 7
-    per_iteration = (time.perf_counter() - started) / n
-    return int(work_ms / 1000 / per_iteration)
+    """Iterations of the agent's loop that take ``work_ms`` on one core here (the fastest of
+    several tries: a busy machine only ever makes a try slower)."""
+    n, best = 100_000, float("inf")
+    for _ in range(7):
+        started = time.perf_counter()
+        total = 0
+        for i in range(n):
+            total += i * i % 7
+        best = min(best, time.perf_counter() - started)
+    return int(work_ms / 1000 / (best / n))
 
 
 def project(folder: Path, cases: int, iterations: int, cpus: int) -> None:
-    (folder / "specrun.yaml").write_text(f"timeout: 60s\nexecutor:\n  type: ray\n  num_cpus: {cpus}\n")
+    (folder / "specrun.yaml").write_text(f"timeout: 60s\nhistory: false\nexecutor:\n  type: ray\n  num_cpus: {cpus}\n")
     for name in ("busy", "instant"):
-        (folder / name).mkdir()
-        (folder / name / "bot.py").write_text(AGENT.format(n=iterations))
-        (folder / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:bot:{name}\n")
-        write_suite(folder / name / "suite.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(cases)])
+        for count in (cases // 2, cases):
+            agent = folder / f"{name}{count}"
+            agent.mkdir()
+            (agent / "bot.py").write_text(AGENT.format(n=iterations))
+            (agent / "agent.yaml").write_text(f"id: {name}\ntarget: python:bot:{name}\n")
+            write_suite(agent / "suite.jsonl", [{"id": f"c{i}", "input": "go"} for i in range(count)])
 
 
 def run(folder: Path, suite: str, *flags: str) -> dict[str, float]:
@@ -72,40 +78,38 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--work-ms", type=float, default=50.0)
     args = parser.parse_args()
+    n, half = args.cases, args.cases // 2
     iterations = calibrate(args.work_ms)
+    width = f"--parallel {args.cpus}"
+    configs = [
+        ("busy", "local --parallel 1", ["--executor", "local", "--parallel", "1"]),
+        ("busy", f"ray ({args.cpus} CPUs)", ["--executor", "ray"]),
+        ("instant", "local --parallel 1", ["--executor", "local", "--parallel", "1"]),
+        ("instant", "ray --parallel 1", ["--executor", "ray", "--parallel", "1"]),
+        ("instant", f"local {width}", ["--executor", "local", *width.split()]),
+        ("instant", f"ray ({args.cpus} CPUs)", ["--executor", "ray"]),
+    ]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {n} cases")
+    print(f"busy agent: {iterations:,} iterations (~{args.work_ms:.0f} ms on one core)")
+    print(f"{'agent':8} {'executor':20} {'wall s':>8} {'run s':>8} {'run N/2':>8} {'ms/case':>8}")
+    results = {}
     with tempfile.TemporaryDirectory(prefix="specrun-ray-bench-") as tmp:
         folder = Path(tmp)
-        project(folder, args.cases, iterations, args.cpus)
-        print(f"{args.cases} cases; busy agent: {iterations:,} iterations (~{args.work_ms:.0f} ms on one core)")
-        rows = [
-            ("busy", "local --parallel 1", run(folder, "busy", "--executor", "local", "--parallel", "1")),
-            (
-                "busy",
-                f"local --parallel {args.cpus}",
-                run(folder, "busy", "--executor", "local", "--parallel", str(args.cpus)),
-            ),
-            ("busy", f"ray ({args.cpus} CPUs)", run(folder, "busy", "--executor", "ray")),
-            ("instant", "local --parallel 1", run(folder, "instant", "--executor", "local", "--parallel", "1")),
-            ("instant", "ray --parallel 1", run(folder, "instant", "--executor", "ray", "--parallel", "1")),
-            (
-                "instant",
-                f"local --parallel {args.cpus}",
-                run(folder, "instant", "--executor", "local", "--parallel", str(args.cpus)),
-            ),
-            ("instant", f"ray ({args.cpus} CPUs)", run(folder, "instant", "--executor", "ray")),
-        ]
-    print(f"{'agent':8} {'executor':22} {'wall s':>8} {'run s':>8} {'ms/case':>8}")
-    for agent, label, m in rows:
-        print(f"{agent:8} {label:22} {m['wall']:8.2f} {m['run']:8.2f} {m['run'] * 1000 / args.cases:8.2f}")
-    busy = {label: m for agent, label, m in rows if agent == "busy"}
-    local, remote = busy["local --parallel 1"], busy[f"ray ({args.cpus} CPUs)"]
-    run_speedup, wall_speedup = local["run"] / remote["run"], local["wall"] / remote["wall"]
-    print(f"CPU-bound speed-up on Ray: {run_speedup:.2f}x (run), {wall_speedup:.2f}x (wall)")
-    instant = {label: m for agent, label, m in rows if agent == "instant"}
-    for width in ("--parallel 1", f"({args.cpus} CPUs)"):
-        key = "local --parallel 1" if width == "--parallel 1" else f"local --parallel {args.cpus}"
-        extra = (instant[f"ray {width}"]["run"] - instant[key]["run"]) * 1000 / args.cases
-        print(f"Ray overhead per case, ray {width} vs {key}: {extra:.2f} ms")
+        project(folder, n, iterations, args.cpus)
+        for agent, label, flags in configs:
+            small, full = run(folder, f"{agent}{half}", *flags), run(folder, f"{agent}{n}", *flags)
+            steady = (full["run"] - small["run"]) * 1000 / (n - half)
+            results[agent, label] = (full, steady)
+            print(f"{agent:8} {label:20} {full['wall']:8.2f} {full['run']:8.2f} {small['run']:8.2f} {steady:8.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    (local, local_steady), (remote, remote_steady) = results["busy", "local --parallel 1"], results[configs[1][:2]]
+    print(
+        f"CPU-bound on Ray vs local: {local['wall'] / remote['wall']:.2f}x wall, {local['run'] / remote['run']:.2f}x"
+        f" run, {local_steady / remote_steady:.2f}x steady state"
+    )
+    one = results["instant", "ray --parallel 1"][1] - results["instant", "local --parallel 1"][1]
+    wide = results["instant", f"ray ({args.cpus} CPUs)"][1] - results["instant", f"local {width}"][1]
+    print(f"Ray overhead per case (steady state): {one:.2f} ms one at a time, {wide:.2f} ms at {args.cpus} in flight")
 
 
 if __name__ == "__main__":

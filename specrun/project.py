@@ -61,7 +61,7 @@ class Project:
         for candidate in [folder, *folder.parents]:
             for name in CONFIG_NAMES:
                 if (candidate / name).is_file():
-                    config = load_mapping_file(candidate / name, config_schema(), empty_ok=True)
+                    config = load_mapping_file(candidate / name, config_schema(registry), empty_ok=True)
                     return cls(candidate, registry, config)
         return cls(Path.cwd().resolve(), registry)
 

@@ -15,6 +15,7 @@ import pytest
 import ray
 from support.cli import SPECRUN, run_cli
 from support.llm_server import LLMServer
+from test_merge import without_timing
 
 AGENT = """
 import json, os, time
@@ -73,7 +74,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def cluster():
     """One local cluster for the module, as a program that had joined one would have it."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -94,14 +95,6 @@ def env(root: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "HOOK_LOG": str(root / "hooks.log"), "PROJECT_ROOT": str(root), **extra}
 
 
-def timeless(value):
-    if isinstance(value, dict):
-        return {k: timeless(v) for k, v in value.items() if "duration" not in k and not k.endswith("_ms")}
-    if isinstance(value, list):
-        return [timeless(v) for v in value]
-    return value
-
-
 def hook_events(root: Path) -> list[list]:
     return sorted(json.loads(line) for line in (root / "hooks.log").read_text().splitlines())
 
@@ -116,8 +109,8 @@ def test_same_verdicts_and_reports_as_a_local_run(tmp_path, cluster):
         assert done.returncode == 1, done.stdout + done.stderr
         reports[executor] = (root, json.loads((root / "out.json").read_text()), hook_events(root), done.stdout)
     (local_root, local, local_hooks, _), (ray_root, remote, ray_hooks, ray_out) = reports.values()
-    assert timeless(remote["results"]) == timeless(local["results"])
-    assert timeless(remote["summary"]) == timeless(local["summary"])
+    assert without_timing(remote["results"]) == without_timing(local["results"])
+    assert without_timing(remote["summary"]) == without_timing(local["summary"])
     error = {r["id"]: r["run_details"][0]["error"] for r in remote["results"]}
     assert error["crash"] == "agent error: RuntimeError: boom" and error["hang"] == "timeout after 1.0s"
     assert "before hook hooks.BrokenBefore failed: ValueError: no database" in error["nodb"]
@@ -222,4 +215,7 @@ def test_unknown_executor_and_bad_options_are_exit_2(tmp_path):
     assert done.returncode == 2 and "unknown executor type 'rey' (known: local, ray)" in done.stderr
     (root / "specrun.yaml").write_text("executor:\n  type: ray\n  address: 6379\n")
     done = run_cli(["suite.jsonl"], cwd=root)
-    assert done.returncode == 2 and "specrun.yaml: executor.address: expected a string" in done.stderr
+    assert done.returncode == 2 and "specrun.yaml:3:12: executor.address must be a string" in done.stderr
+    (root / "specrun.yaml").write_text("executor: rey\n")
+    done = run_cli(["suite.jsonl"], cwd=root)
+    assert done.returncode == 2 and 'specrun.yaml:1:11: "rey" is not one of: local, ray' in done.stderr

@@ -48,14 +48,6 @@ def _forwarded_env(names: list[str]) -> dict[str, str]:
     }
 
 
-_OPTIONS = {
-    "address": (str, "a string (ray://host:10001, host:6379 or auto)"),
-    "num_cpus": (int, "a whole number of CPUs"),
-    "env": (list, "a list of environment variable names"),
-    "runtime_env": (dict, "a mapping (Ray's runtime_env: pip, excludes, ...)"),
-}
-
-
 class RayExecutor(Executor):
     """Runs each case as a Ray task; see the module docstring."""
 
@@ -71,13 +63,7 @@ class RayExecutor(Executor):
     }
 
     def __init__(self, runner: Any, options: dict[str, Any]):
-        super().__init__(runner, options)
-        for key, value in options.items():
-            kind, expected = _OPTIONS.get(key, (None, ""))
-            if kind is None:
-                raise UsageError(f"specrun.yaml: executor.{key}: unknown ray option (known: {', '.join(_OPTIONS)})")
-            if not isinstance(value, kind) or isinstance(value, bool):
-                raise UsageError(f"specrun.yaml: executor.{key}: expected {expected}, got {value!r}")
+        super().__init__(runner, options)  # checked against params_schema with specrun.yaml
         if importlib.util.find_spec("ray") is None:
             raise UsageError("the ray executor needs Ray: pip install 'specrun[ray]'")
         self._owned = False  # we started or joined the cluster, and leave it at the end
