@@ -6,10 +6,11 @@
 2. Overhead: cases of an instant agent, locally and on Ray, one at a time (--parallel 1: each
    case's round trip) and at the cluster's width (throughput).
 
-Each configuration runs twice, with N/2 and N cases, each run a specrun process. "wall" is the
-whole process (a Ray run starts a local cluster first); "run" is the run's own duration from
-the summary line (the cluster is up; starting the workers and their first imports are in it);
-"ms/case" is the steady state, (run(N) - run(N/2)) / (N/2), which leaves the start-up out.
+Each configuration runs twice, with fewer and with more cases (N/2 and N for the busy agent;
+N and 5N for the instant one), each run a specrun process. "wall" is the whole process (a Ray
+run starts a local cluster first); "run" is the run's own duration from the summary line (the
+cluster is up; starting the workers and their first imports are in it); "ms/case" is the
+steady state, the difference of the two runs per case, which leaves the start-up out.
 
     python bench/ray_bench.py [--cases 400] [--cpus 2] [--work-ms 50]
 """
@@ -50,10 +51,13 @@ def calibrate(work_ms: float) -> int:
     return int(work_ms / 1000 / (best / n))
 
 
+SIZES = {"busy": (1, 2), "instant": (2, 10)}  # each agent's two runs, in halves of --cases
+
+
 def project(folder: Path, cases: int, iterations: int, cpus: int) -> None:
     (folder / "specrun.yaml").write_text(f"timeout: 60s\nhistory: false\nexecutor:\n  type: ray\n  num_cpus: {cpus}\n")
-    for name in ("busy", "instant"):
-        for count in (cases // 2, cases):
+    for name, halves in SIZES.items():
+        for count in (cases * h // 2 for h in halves):
             agent = folder / f"{name}{count}"
             agent.mkdir()
             (agent / "bot.py").write_text(AGENT.format(n=iterations))
@@ -78,7 +82,7 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--work-ms", type=float, default=50.0)
     args = parser.parse_args()
-    n, half = args.cases, args.cases // 2
+    n = args.cases
     iterations = calibrate(args.work_ms)
     width = f"--parallel {args.cpus}"
     configs = [
@@ -91,16 +95,22 @@ def main() -> None:
     ]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {n} cases")
     print(f"busy agent: {iterations:,} iterations (~{args.work_ms:.0f} ms on one core)")
-    print(f"{'agent':8} {'executor':20} {'wall s':>8} {'run s':>8} {'run N/2':>8} {'ms/case':>8}")
+    print(
+        f"{'agent':8} {'executor':20} {'cases':>6} {'wall s':>8} {'run s':>8} {'fewer':>6} {'run s':>8} {'ms/case':>8}"
+    )
     results = {}
     with tempfile.TemporaryDirectory(prefix="specrun-ray-bench-") as tmp:
         folder = Path(tmp)
         project(folder, n, iterations, args.cpus)
         for agent, label, flags in configs:
-            small, full = run(folder, f"{agent}{half}", *flags), run(folder, f"{agent}{n}", *flags)
-            steady = (full["run"] - small["run"]) * 1000 / (n - half)
+            few, many = (n * h // 2 for h in SIZES[agent])
+            small, full = run(folder, f"{agent}{few}", *flags), run(folder, f"{agent}{many}", *flags)
+            steady = (full["run"] - small["run"]) * 1000 / (many - few)
             results[agent, label] = (full, steady)
-            print(f"{agent:8} {label:20} {full['wall']:8.2f} {full['run']:8.2f} {small['run']:8.2f} {steady:8.2f}")
+            print(
+                f"{agent:8} {label:20} {many:6} {full['wall']:8.2f} {full['run']:8.2f}"
+                f" {few:6} {small['run']:8.2f} {steady:8.2f}"
+            )
     print(f"load average {os.getloadavg()[0]:.1f}")
     (local, local_steady), (remote, remote_steady) = results["busy", "local --parallel 1"], results[configs[1][:2]]
     print(

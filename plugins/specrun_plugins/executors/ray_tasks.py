@@ -194,10 +194,11 @@ def _uploaded(env: dict[str, Any]) -> dict[str, Any]:
     a job (a task's runtime environment takes only the URI Ray gives the upload)."""
     from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
 
+    upload: Any = upload_working_dir_if_needed  # private, and its signature moves between versions
     try:
-        return upload_working_dir_if_needed(dict(env), include_gitignore=True)
+        return dict(upload(dict(env), include_gitignore=True))
     except TypeError:  # Ray before 2.45 has no include_gitignore
-        return upload_working_dir_if_needed(dict(env))  # type: ignore[call-arg]
+        return dict(upload(dict(env)))
 
 
 _WORKER: list[Any] = []  # [run key, RemoteWorker]: the run this worker process serves
