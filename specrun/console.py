@@ -30,6 +30,7 @@ from .stability import verdict
 RULE = "═" * 63
 THIN = "─" * 63
 STYLE = {"passed": "green", "failed": "red", "error": "yellow", "skipped": "dim"}
+MATRIX_ROWS = 40  # cases shown in the console's agent x case matrix; the reports have all
 MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 BANNERS = {
     "passed": ("✨ {} ✨", "bold green"),
@@ -84,8 +85,10 @@ class ConsoleReport:
         self._plain = not self.console.is_terminal and self.console.color_system is None
         self._gone = False
         self.output_paths: list[str] = []
+        self._cells: dict[tuple[str, str], dict[str, list[int]]] | None = None  # the agent x case matrix
         self.flaky: dict[str, None] = {}  # ids of the cases flaky in the run history, in order
         self.cached = 0  # results whose model calls were all answered from the cache
+        self.info: RunInfo | None = None
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
         if self._gone:
@@ -105,8 +108,13 @@ class ConsoleReport:
 
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:
+        self.info = info
         self.total = info.total_cases * info.runs
-        title = "Agent Test" + (f" (Parallel: {info.parallel})" if info.parallel > 1 else "")
+        self._cells = {} if len(info.agents) > 1 else None
+        modes = (["Dynamic Mode"] if info.mode == "dynamic" else []) + (
+            [f"Parallel: {info.parallel}"] if info.parallel > 1 else []
+        )
+        title = "Agent Test" + (f" ({', '.join(modes)})" if modes else "")
         self._line(RULE)
         self._line((f" {title}", "bold"))
         self._line(RULE)
@@ -118,6 +126,7 @@ class ConsoleReport:
             ("Shard", info.shard and f"{info.shard['index']}/{info.shard['count']} of {info.shard['selected']} cases"),
             ("Simulator", info.simulator),
             ("Timeout", format_duration(info.timeout)),
+            ("Parallel", f"{info.parallel} concurrent" if info.parallel > 1 else None),
         ]
         for label, value in rows:
             if value:
@@ -134,24 +143,36 @@ class ConsoleReport:
     @hookimpl(trylast=True)
     def case_finished(self, result: Result) -> None:
         self.done += 1
+        if self._cells is not None and result.agent is not None and result.status != "skipped":
+            cell = self._cells.setdefault((result.case.location.file, result.case.id), {})
+            counts = cell.setdefault(result.agent, [0, 0])
+            counts[0] += result.status == "passed"
+            counts[1] += 1
         if result.flaky:
             self.flaky[result.case.id] = None
         self.cached += result.cached
         if not self.quiet or result.status != "passed":
             self._print_case(result)
+        parallel = self.info.parallel if self.info else 1
+        running = min(parallel, self.total - self.done)  # the runner keeps every worker busy
+        progress = f"[Progress: {self.done}/{self.total} completed" + (f", {running} running...]" if running else "]")
         if self._live is not None and not self._gone:
-            self._live.update(Text(f"[Progress: {self.done}/{self.total} completed]", style="dim"))
+            self._live.update(Text(progress, style="dim"))
+        elif parallel > 1 and running and self.done % parallel == 0 and not self.quiet:
+            self._line((progress, "dim"))  # V2's running count, also in a log: once per batch of cases
 
     def _print_case(self, result: Result) -> None:
         case, record = result.case, result.record()
         run = f" run {result.run}" if result.run > 1 else ""
+        if self._cells is not None and result.agent:
+            run = f" @{clean(result.agent, 30)}{run}"
         status = result.status.upper()
         duration = format_duration(result.duration_ms / 1000)
         self._line(
             "► ",
             (f"[{clean(case.id)}]", "bold"),
             f"{run} ",
-            clean(case.title, 48),
+            clean(case.title or case.id, 48),  # a dynamic case without a name has no input to show
             " ",
             (status, STYLE[result.status]),
             f" ({duration})",
@@ -192,16 +213,59 @@ class ConsoleReport:
         for i, turn in enumerate(turns):
             last = i == len(turns) - 1
             branch, pipe = ("└─", "   ") if last else ("├─", "│  ")
+            files = [str(name) for name in turn.get("attachments") or []]
             self._line(
                 f"  {branch} Turn {turn['turn']}: ",
                 f'"{clean(turn.get("input", ""), 40)}"',
+                f" + [{clean(', '.join(files), 60)}]" if files else "",
                 " → ",
                 f'"{clean(turn.get("output", ""), 40)}"',
             )
+            tools = [str(c.get("name")) for c in turn.get("tool_calls") or [] if isinstance(c, dict)]
+            called = f" (tool: {clean(', '.join(tools), 60)})" if tools else ""
             for cp in by_turn.get(turn["turn"], []):
-                self._line(f"  {pipe}└─ ", ("✓ checkpoint: ", "green"), clean(cp))
+                self._line(f"  {pipe}└─ ", ("✓ checkpoint: ", "green"), clean(cp), called)
+            if tools and not by_turn.get(turn["turn"]):
+                self._line(f"  {pipe}└─ ", ("tool: ", "cyan"), clean(", ".join(tools), 60))
         reached = sum(1 for c in checkpoints if c.get("passed"))
-        self._line(f"     {len(turns)} turns, {reached}/{len(checkpoints)} checkpoints")
+        count = f"{len(turns)} turn{'s' * (len(turns) != 1)}"
+        self._line(f"     {count}, {reached}/{len(checkpoints)} checkpoints")
+
+    def _duration(self, summary: dict[str, Any]) -> str:
+        """The run's wall time; in parallel, with V2's effective time per case run."""
+        seconds = summary.get("duration_ms", 0) / 1000
+        text = format_duration(seconds)
+        parallel = self.info.parallel if self.info else 1
+        runs = summary.get("total_runs") or 0
+        if parallel > 1 and runs:
+            text += f" (effective: {format_duration(seconds / runs)}/test with {parallel} parallel)"
+        return text
+
+    def _print_matrix(self, agents: dict[str, dict[str, Any]]) -> None:
+        """The agent x case matrix (✓ every run passed; else passed/runs), then each agent's totals."""
+        assert self._cells is not None
+        names = list(agents)
+        width = max(8, *(min(len(clean(n)), 20) for n in names))
+        self._line(THIN)
+        self._line(" Agents")
+        self._line(THIN)
+        self._line(f"  {'case':<24}", *(f" {clean(n, 20):>{width}}" for n in names))
+        for shown, ((_, case_id), cells) in enumerate(self._cells.items()):
+            if shown == MATRIX_ROWS:
+                self._line(f"  ... {len(self._cells) - shown} more cases in the reports")
+                break
+            marks = []
+            for n in names:
+                ok, runs = cells.get(n, (0, 0))
+                text = "-" if not runs else "✓" if ok == runs else f"✗ {ok}/{runs}" if runs > 1 else "✗"
+                marks.append((f" {text:>{width}}", "green" if runs and ok == runs else "red" if runs else "dim"))
+            self._line(f"  {clean(case_id, 24):<24}", *marks)
+        rates = ["-" if agents[n]["pass_rate"] is None else f"{agents[n]['pass_rate']}%" for n in names]
+        ms = [agents[n]["avg_duration_ms"] for n in names]
+        latency = ["-" if v is None else format_duration(v / 1000) for v in ms]
+        costs = ["-" if agents[n]["cost"] is None else f"${agents[n]['cost']:.4f}" for n in names]
+        for label, values in (("pass rate", rates), ("latency", latency), ("cost", costs)):
+            self._line(f"  {label:<24}", *(f" {v:>{width}}" for v in values))
 
     @hookimpl(trylast=True)
     def run_finished(self, summary: dict[str, Any]) -> None:
@@ -210,7 +274,11 @@ class ConsoleReport:
         self._line(THIN)
         self._line(" Summary")
         self._line(THIN)
-        rows = [
+        info = self.info
+        rows: list[tuple[str, Any]] = [
+            ("Agent", info.agent_id if info else None),
+            ("Connector", info.connector if info else None),
+            ("Simulator", info.simulator if info else None),
             ("Total", summary.get("total")),
             ("Passed", summary.get("passed")),
             ("Failed", summary.get("failed")),
@@ -218,7 +286,7 @@ class ConsoleReport:
             ("Skipped", summary.get("skipped") or None),
             ("Not run", summary.get("not_run") or None),
             ("Pass Rate", f"{summary['overall_pass_rate']}%" if summary.get("overall_pass_rate") is not None else None),
-            ("Duration", format_duration(summary.get("duration_ms", 0) / 1000)),
+            ("Duration", self._duration(summary)),
         ]
         usage = summary.get("usage")
         if usage:
@@ -226,7 +294,8 @@ class ConsoleReport:
             if usage.get("cost") is not None:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
-            rows[0] = ("Total", f"{summary.get('total')} cases x {summary['runs_per_case']} runs")
+            total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
+            rows = [(k, total if k == "Total" else v) for k, v in rows]
             rows += [
                 ("Stable", summary.get("stable_cases")),
                 ("Unstable", summary.get("unstable_cases")),
@@ -243,6 +312,8 @@ class ConsoleReport:
         for label, value in rows:
             if value is not None:
                 self._line(f"  {label + ':':<11}", clean(value))
+        if self._cells is not None and summary.get("agents") and any(len(c) > 1 for c in self._cells.values()):
+            self._print_matrix(summary["agents"])
         self._line(RULE)
         outcome, label = verdict(summary)  # the exit code is read from the same verdict
         text, style = BANNERS[outcome]

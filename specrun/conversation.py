@@ -23,7 +23,18 @@ from typing import Any
 
 from .errors import SpecrunError, UsageError
 from .kinds import Check, Session, Simulator, SimulatorState, SimulatorTurn
-from .model import DEFAULT_MAX_TURNS, Case, Context, Message, Response, Status, Usage, as_response, format_duration
+from .model import (
+    DEFAULT_MAX_TURNS,
+    TIMEOUT_ERROR,
+    Case,
+    Context,
+    Message,
+    Response,
+    Status,
+    Usage,
+    as_response,
+    format_duration,
+)
 from .registry import Registry
 from .results import AssertionResult, Result
 from .verdicts import evaluate, judge_usage
@@ -165,7 +176,8 @@ class Conversation:
                         raise _Stop("failed", f"missing checkpoints: {missing} ({why})")
                     raise _Stop("passed")
                 self.history.append(Message("user", message))
-            user_text = self.history[-1].text
+            last_user = self.history[-1]
+            user_text = last_user.text
             try:
                 response = as_response(await self.session.send(list(self.history)))
             except SpecrunError as exc:
@@ -180,6 +192,9 @@ class Conversation:
             self._spend(response.usage)
             self.history.append(Message("assistant", response.text))
             record: dict[str, Any] = {"turn": self.turn, "input": user_text, "output": response.content}
+            files = [_file_name(part) for part in last_user.attachments]
+            if files:  # shown as `+ [receipt.jpg]` in the console's turn tree
+                record["attachments"] = files
             if response.tool_calls:
                 record["tool_calls"] = [t.to_dict() for t in response.tool_calls]
             self.turns.append(record)
@@ -251,7 +266,7 @@ async def run_conversation(
         status, error = stop.status, stop.error
     except TimeoutError:
         missing = f"; missing checkpoints: {', '.join(talk.missing)}" if talk.missing else ""
-        status, error = "error", f"timeout after {format_duration(timeout)} in turn {talk.turn}{missing}"
+        status, error = "error", f"{TIMEOUT_ERROR} {format_duration(timeout)} in turn {talk.turn}{missing}"
     return Result(
         case,
         status,
@@ -263,3 +278,9 @@ async def run_conversation(
         checkpoints=talk.checkpoint_records(),
         usage=talk.usage if talk.spent else None,
     )
+
+
+def _file_name(part: dict[str, Any]) -> str:
+    """What a turn's attachment is called: its file's name, else its type (``image``)."""
+    source = str(part.get("source") or part.get("path") or part.get("url") or "")
+    return source.rsplit("/", 1)[-1] or str(part.get("type", "attachment"))

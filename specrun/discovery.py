@@ -24,7 +24,7 @@ from pathlib import Path
 from .documents import SUITE_EXTENSIONS
 
 CONFIG_NAMES = frozenset({"agent.yaml", "agent.yml", "specrun.yaml", "specrun.yml", "test-config.yaml"})
-SKIPPED_DIRS = frozenset({"fixtures", "node_modules", "__pycache__"})
+SKIPPED_DIRS = frozenset({"fixtures", "node_modules", "__pycache__", "__snapshots__"})
 OUTPUT_PREFIX = "output-"
 OUTPUT_EXTENSIONS = (".jsonl", ".json")
 SCHEMA_EXTENSIONS = tuple(".schema" + ext for ext in SUITE_EXTENSIONS)

@@ -236,7 +236,7 @@ class Document:
     case_key: str | None  # "cases" when the document is a mapping holding them
 
 
-def _syntax(display: str, line: int, col: int, what: str, msg: str) -> DocumentError:
+def syntax_error(display: str, line: int, col: int, what: str, msg: str) -> DocumentError:
     return DocumentError(Problem(display, line, col, f"invalid {what}: {msg}"))
 
 
@@ -274,28 +274,28 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _int(digits: str) -> int:
+def parse_int(digits: str) -> int:
     if len(digits) > MAX_INT_DIGITS + digits.startswith("-"):
-        raise ValueError("integer too large")  # located by _past_limit
+        raise ValueError("integer too large")  # located by past_limit
     return int(digits)
 
 
-def _load_json(text: str) -> Any:
+def load_json(text: str) -> Any:
     """``json.loads`` within the limits; ``PastLimit`` (0-based position in ``text``) past one."""
     try:
         # Only a text longer than the limit can hold a too long integer: the others skip the hook.
-        data = json.loads(text, parse_int=_int) if len(text) > MAX_INT_DIGITS else json.loads(text)
+        data = json.loads(text, parse_int=parse_int) if len(text) > MAX_INT_DIGITS else json.loads(text)
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError):  # the integer hook, or nesting deeper than the stack
-        raise _past_limit(text) from None
+        raise past_limit(text) from None
     # Fewer brackets than the limit cannot nest past it: most records need no walk.
-    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(data):
-        raise _past_limit(text)
+    if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(data):
+        raise past_limit(text)
     return data
 
 
-def _too_deep(data: Any) -> bool:
+def too_deep(data: Any) -> bool:
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
@@ -310,7 +310,7 @@ def _too_deep(data: Any) -> bool:
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?', re.ASCII)
 
 
-def _past_limit(text: str) -> PastLimit:
+def past_limit(text: str) -> PastLimit:
     """Where valid JSON ``text`` first nests too deep or holds a too large integer."""
     depth = 0
     for token in _JSON_TOKEN.finditer(text):
@@ -337,50 +337,19 @@ def parse(path: Path, display: str) -> Document:
     text = read_text(path, display)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return _parse_jsonl(path, display, text)
+        from .jsonl import parse_jsonl
+
+        return parse_jsonl(path, display, text)
     if suffix == ".json":
         return _parse_json(path, display, text)
     return _parse_yaml(path, display, text)
 
 
-def jsonl_lines(text: str) -> list[str]:
-    r"""The lines of a JSONL text: split at ``\n`` only (a ``\r`` before it is JSON whitespace).
-
-    Not ``str.splitlines``, which also splits at U+2028, U+0085, ``\f`` and more: characters a
-    JSON string may hold as they are.
-    """
-    return text.split("\n")
-
-
-def _parse_jsonl(path: Path, display: str, text: str) -> Document:
-    cases = []
-    broken = []  # every broken line is reported, not just the first: lines are independent
-    for number, line in enumerate(jsonl_lines(text), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("//"):
-            continue
-        try:
-            data = _load_json(line)
-        except json.JSONDecodeError as exc:
-            broken.append(_syntax(display, number, exc.colno, "JSON", exc.msg).problem)
-            continue
-        except PastLimit as exc:
-            broken.append(Problem(display, number, exc.column + 1, str(exc)))
-            continue
-        column = len(line) - len(line.lstrip()) + 1
-        cases.append(Record(data, number, column, segment=stripped))
-    if broken:
-        raise DocumentError(*broken)
-    if not cases:
-        raise DocumentError(Problem(display, 1, 1, "no cases: every line is blank or a // comment"))
-    return Document(path, display, "jsonl", None, cases, None)
-
-
 def _parse_json(path: Path, display: str, text: str) -> Document:
     try:
-        data = _load_json(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
-        raise _syntax(display, exc.lineno, exc.colno, "JSON", exc.msg) from None
+        raise syntax_error(display, exc.lineno, exc.colno, "JSON", exc.msg) from None
     except PastLimit as exc:
         raise DocumentError(Problem(display, exc.line + 1, exc.column + 1, str(exc))) from None
     top = Record(data, 1, 1, segment=text)
@@ -416,9 +385,9 @@ def _parse_yaml(path: Path, display: str, text: str) -> Document:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         if line <= len(lines) and "\t" in lines[line - 1][:col] and "\\t" in problem:
             problem += " (YAML indentation must use spaces, not tabs)"
-        raise _syntax(display, line, col, "YAML", problem) from None
+        raise syntax_error(display, line, col, "YAML", problem) from None
     except YAMLError as exc:
-        raise _syntax(display, 1, 1, "YAML", str(exc)) from None
+        raise syntax_error(display, 1, 1, "YAML", str(exc)) from None
     except PastLimit as exc:
         raise DocumentError(Problem(display, exc.line + 1, exc.column + 1, str(exc))) from None
     data = plain(node)

@@ -77,3 +77,4 @@ class EvaluationError(SpecrunError):
     """
 
     usage: Any = None
+    details: dict[str, Any] | None = None  # kept in the error's assertion result (e.g. a snapshot to approve)

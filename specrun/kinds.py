@@ -89,12 +89,16 @@ class AssertionType(Plugin):
     ``agent_params`` names the parameters that name a project agent the type calls (``use``):
     generated cases may name only the agents ``specrun.yaml`` allows there;
     ``expected_param``, set on one installed type, makes it what a case's bare ``expected``
-    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``.
+    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
+    ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
+    ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
+    the type's built-in validator).
     """
 
     data_only: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
+    validator_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
@@ -281,9 +285,11 @@ class Reporter(Plugin):
 
     ``by_agent`` marks the reporter that writes every ``-o`` file but the stream when ``-r
     agents:ID`` is given (its options then hold ``agent``, ``call_agent``, ``verbose``).
+    ``-r report.NAME`` picks a reporter by its ``name`` or one of its ``aliases``.
     """
 
     extensions: ClassVar[tuple[str, ...]] = ()
+    aliases: ClassVar[tuple[str, ...]] = ()
     by_agent: ClassVar[bool] = False
 
     def __init__(self, path: Path, options: dict[str, Any] | None = None):
@@ -301,6 +307,13 @@ class Reporter(Plugin):
 
 
 # -- executors --------------------------------------------------------------------------------
+
+
+class CaseCancelled(Exception):
+    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
+
+    def __init__(self, result: Result):
+        self.result = result
 
 
 class Executor(Plugin):
@@ -338,6 +351,7 @@ class Executor(Plugin):
 
 __all__ = [
     "AssertionType",
+    "CaseCancelled",
     "Check",
     "Executor",
     "Plugin",

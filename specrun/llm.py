@@ -30,6 +30,7 @@ from .limiter import Limiters
 from .model import Message, ToolCall, Usage
 from .model_cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .providers import (
+    close_loop_clients,
     describe_error,
     error_retry_after,
     error_status,
@@ -431,15 +432,9 @@ class ModelClient:
         raise error
 
     async def aclose(self) -> None:
-        """Close litellm's pooled HTTP clients, so that a finished run exits."""
-        if not imported():
-            return
-        try:
-            from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
-
-            await close_litellm_async_clients()
-        except Exception:  # cleanup is best effort
-            logger.debug("closing litellm clients failed", exc_info=True)
+        """Close litellm's pooled HTTP clients of this event loop, so that a finished run exits
+        (a later call in the loop opens new ones; see :func:`close_loop_clients`)."""
+        await close_loop_clients()
 
 
 def _supports_json(litellm: Any, model: str) -> bool:

@@ -159,6 +159,9 @@ class Loader:
         if doc.top is not None and isinstance(doc.top.data, dict):
             suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
             suite.target = doc.top.data.get("target")
+            suite.targets = doc.top.data.get("targets")
+            if suite.target is not None and suite.targets is not None:
+                report(doc.top, [], ["targets"], "give 'target' or 'targets', not both", True)
             defaults = doc.top.data.get("defaults") or {}
             if generated:
                 defaults = {}
@@ -257,6 +260,10 @@ class Loader:
             user=data.get("user"),
             team=data.get("team"),
             locale=data.get("locale"),
+            client_type=data.get("client_type"),
+            client_ip=data.get("client_ip"),
+            referer=data.get("referer"),
+            accept=data.get("accept"),
             metadata=data.get("metadata") or {},
             skip=data.get("skip", False),
             timeout=parse_duration(timeout) if timeout is not None else None,

@@ -14,7 +14,17 @@ Status = Literal["passed", "failed", "error", "skipped"]
 DEFAULT_USER = "test-user"
 DEFAULT_TEAM = "test-team"
 DEFAULT_LOCALE = "en-us"
+ENVIRONMENT_DEFAULTS = {  # V1's TestEnvironment: what every case's context carries, and its defaults
+    "user": DEFAULT_USER,
+    "team": DEFAULT_TEAM,
+    "locale": DEFAULT_LOCALE,
+    "client_type": "test",
+    "client_ip": "127.0.0.1",
+    "referer": "test",
+    "accept": "standard",
+}
 DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOUT
+TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed's wording; counted as timeouts)
 DEFAULT_MAX_TURNS = 20
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
@@ -300,6 +310,10 @@ class Case:
     user: str | None = None
     team: str | None = None
     locale: str | None = None
+    client_type: str | None = None
+    client_ip: str | None = None
+    referer: str | None = None
+    accept: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     skip: bool | str = False
     timeout: float | None = None
@@ -333,6 +347,7 @@ class Suite:
     cases: list[Case] = field(default_factory=list)
     name: str | None = None
     target: str | dict[str, Any] | None = None
+    targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
     generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property
@@ -342,7 +357,9 @@ class Suite:
 
 @dataclass
 class Context:
-    """What a target, hook or assertion knows of the case it serves."""
+    """What a target, hook or assertion knows of the case it serves: its environment (V1's
+    TestEnvironment: user, team, locale, client type and IP, referer, accept), its options and
+    metadata, and ``extra`` (the other keys of ``--ctx``)."""
 
     case_id: str
     user: str = DEFAULT_USER
@@ -352,15 +369,18 @@ class Context:
     options: dict[str, Any] = field(default_factory=dict)
     run: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    client_type: str = ENVIRONMENT_DEFAULTS["client_type"]
+    client_ip: str = ENVIRONMENT_DEFAULTS["client_ip"]
+    referer: str = ENVIRONMENT_DEFAULTS["referer"]
+    accept: str = ENVIRONMENT_DEFAULTS["accept"]
 
     def to_dict(self) -> dict[str, Any]:
+        # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.
         return {
+            **self.extra,
             "case_id": self.case_id,
-            "user": self.user,
-            "team": self.team,
-            "locale": self.locale,
+            **{name: getattr(self, name) for name in ENVIRONMENT_DEFAULTS},
             "metadata": self.metadata,
             "options": self.options,
             "run": self.run,
-            **self.extra,
         }

@@ -76,56 +76,37 @@ def build_plan(
     suites: list[Suite],
     project: Project,
     plugins: Plugins,
-    name: str | None = None,
+    name: str | list[str] | None = None,
     select: Callable[[Case], bool] | None = None,
     connector: str | None = None,
     simulator: str | None = None,
 ) -> Plan:
-    """Pick each case's agent (``-n`` > case ``target`` > suite ``target`` > nearest agent.yaml),
-    keep the cases ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun.selection`), and
-    build every target once so config mistakes show before the run."""
+    """Pick each case's agents (``-n`` > case ``target`` > suite ``target``/``targets`` > nearest
+    agent.yaml; several ``-n`` or ``targets`` run every case against each), keep the cases
+    ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun.selection`), and build every target
+    once so config mistakes show before the run."""
+    names = [name] if isinstance(name, str) else list(name or [])
     plan = Plan(suites)
     missing: list[str] = []
     for suite in suites:
-        suite_agent: Agent | None = None
-        if name:
-            try:
-                suite_agent = project.resolve(name, Path.cwd())
-            except SuiteError:
-                raise
-            except UsageError as exc:
-                raise UsageError(f"-n {name}: {exc}") from None
-        elif suite.target is not None:
-            try:
-                suite_agent = project.resolve(suite.target, suite.base_dir)
-            except UsageError as exc:
-                raise _located(exc, suite, None) from None
-        else:
-            suite_agent = project.nearest_agent(suite.path)
+        suite_agents = _suite_agents(suite, project, names)
         for case in suite.cases:
             if select is not None and not select(case):
                 continue
-            agent = suite_agent
-            own = not name and case.target is not None
-            if not name and case.target is not None:
+            agents = suite_agents
+            own = not names and case.target is not None
+            if own:
                 try:
-                    agent = project.resolve(case.target, suite.base_dir)
+                    agents = [project.resolve(case.target, suite.base_dir)]  # type: ignore[arg-type]
                 except UsageError as exc:
                     raise _located(exc, suite, case) from None
-            if agent is None:
+            if None in agents:
                 missing.append(str(suite.path))
                 break
-            if case.dynamic:
-                _check_simulator(case, suite, project, simulator)
-            for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
-                raise _located(missing_hook, suite, case, hook)
-            try:
-                project.target(agent, connector)
-            except UsageError as exc:  # an inline target mapping: point at the suite or case
-                if name or agent.path is not None:
-                    raise
-                raise _located(exc, suite, case if own else None) from None
-            plan.pairs.append((case, agent))
+            for agent in agents:
+                assert agent is not None
+                _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
+                plan.pairs.append((case, agent))
     if missing:
         raise UsageError(
             "no agent to test for "
@@ -133,6 +114,73 @@ def build_plan(
             + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
         )
     return plan
+
+
+def _suite_agents(suite: Suite, project: Project, names: list[str]) -> list[Agent | None]:
+    """The agents a suite's cases run against, unless a case names its own."""
+    agents: list[Agent | None] = []
+    for n in names:
+        try:
+            agents.append(project.resolve(n, Path.cwd()))
+        except SuiteError:
+            raise
+        except UsageError as exc:
+            raise UsageError(f"-n {n}: {exc}") from None
+    if names:
+        return _distinct(agents)  # -n a -n a runs a once
+    if suite.targets is not None:
+        for i, ref in enumerate(suite.targets):
+            try:
+                agents.append(project.resolve(ref, suite.base_dir))
+            except UsageError as exc:
+                raise _located(exc, suite, None, f"targets.{i}") from None
+        return _distinct(agents)
+    if suite.target is not None:
+        try:
+            return [project.resolve(suite.target, suite.base_dir)]
+        except UsageError as exc:
+            raise _located(exc, suite, None) from None
+    return [project.nearest_agent(suite.path)]
+
+
+def _distinct(agents: list[Agent | None]) -> list[Agent | None]:
+    seen: dict[str | None, Agent | None] = {}
+    for agent in agents:
+        seen.setdefault(agent.id if agent else None, agent)
+    return list(seen.values())
+
+
+def _check_pair(
+    case: Case,
+    agent: Agent,
+    suite: Suite,
+    project: Project,
+    simulator: str | None,
+    connector: str | None,
+    own: bool,
+    named: bool,
+) -> None:
+    """What running ``case`` against ``agent`` needs is there: a simulator, the case's hooks, a
+    target that builds (``own``: the case named the agent; ``named``: ``-n`` did)."""
+    if case.dynamic:
+        _check_simulator(case, suite, project, simulator)
+    for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+        raise _located(missing_hook, suite, case, hook)
+    own_connector = case.options.get("connector") if not connector else None
+    if own_connector and not project.takes_model(agent):
+        raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
+    try:
+        project.target(agent, connector or own_connector)
+    except UsageError as exc:  # an inline target mapping: point at the suite or case
+        if named or agent.path is not None:
+            raise
+        raise _located(exc, suite, case if own else None) from None
+def _unused_connector(connector: str, agent: Agent) -> str:
+    return (
+        f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"
+        " model to replace (a connector sets the model of model-backed targets such as litellm; an agent that"
+        " reads it itself can take it from options.metadata)"
+    )
 
 
 def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:
@@ -168,5 +216,5 @@ def _located(exc: UsageError, suite: Suite, case: Case | None, field: str = "tar
     display, line, col = display_path(suite.path), 1, 1
     with contextlib.suppress(Exception):  # JSON or YAML: find the line of the suite's field
         _, record = load_mapping(suite.path, display)
-        line, col = record.position(field.split("."))
+        line, col = record.position([int(p) if p.isdigit() else p for p in field.split(".")])
     return SuiteError([Problem(display, line, col, str(exc), field)])

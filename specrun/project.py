@@ -18,12 +18,25 @@ from .documents import load_mapping
 from .errors import Problem, SpecrunError, SuiteError, UsageError
 from .kinds import Target
 from .loader import load_mapping_file
+from .model import Context, Message, Response, as_response
 from .problems import display_path
 from .registry import Registry
 from .schemas import agent_schema, config_schema
 
 CONFIG_NAMES = ("specrun.yaml", "specrun.yml")
 AGENT_NAMES = ("agent.yaml", "agent.yml")
+
+
+def find_config(start: Path, registry: Registry | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The project root at or above ``start`` and its validated ``specrun.yaml`` (its executor
+    options checked against ``registry``'s executors when given), or None."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in [folder, *folder.parents]:
+        for name in CONFIG_NAMES:
+            if (candidate / name).is_file():
+                return candidate, load_mapping_file(candidate / name, config_schema(registry), empty_ok=True)
+    return None
 
 
 @dataclass
@@ -56,14 +69,8 @@ class Project:
 
     @classmethod
     def discover(cls, start: Path, registry: Registry) -> Project:
-        start = start.resolve()
-        folder = start if start.is_dir() else start.parent
-        for candidate in [folder, *folder.parents]:
-            for name in CONFIG_NAMES:
-                if (candidate / name).is_file():
-                    config = load_mapping_file(candidate / name, config_schema(registry), empty_ok=True)
-                    return cls(candidate, registry, config)
-        return cls(Path.cwd().resolve(), registry)
+        found = find_config(start, registry)
+        return cls(found[0], registry, found[1]) if found else cls(Path.cwd().resolve(), registry)
 
     # -- agents ---------------------------------------------------------------------------------
 
@@ -148,9 +155,17 @@ class Project:
 
     # -- targets --------------------------------------------------------------------------------
 
-    def target(self, agent: Agent, model: str | None = None) -> Target:
-        """The target instance of an agent (one per agent and run); ``model`` (``-c``) applies to
-        targets that take a ``model`` parameter."""
+    def connector_model(self, connector: str | None) -> str | None:
+        """The litellm model a connector id (``-c``, ``options.connector``) names: its entry in
+        ``specrun.yaml``'s ``connectors``, else the id itself."""
+        if not connector:
+            return None
+        return (self.config.get("connectors") or {}).get(connector, connector)
+
+    def target(self, agent: Agent, connector: str | None = None) -> Target:
+        """The target instance of an agent (one per agent and run); ``connector`` (``-c``, a
+        case's ``options.connector``) replaces the model of targets that take a ``model``."""
+        model = self.connector_model(connector)
         known = self._by_agent.get((id(agent), model))
         if known is not None:
             return known
@@ -167,6 +182,15 @@ class Project:
             self._targets[key] = target
         self._by_agent[(id(agent), model)] = self._targets[key]  # the plan's agents live all run
         return self._targets[key]
+
+    async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
+        """Send messages to a project agent in a session of its own (validators, simulators,
+        generators, reporters)."""
+        session = self.target(self.agent(agent_id)).session(context)
+        try:
+            return as_response(await session.send(messages))
+        finally:
+            await session.close()
 
     def takes_model(self, agent: Agent) -> bool:
         """True when the agent's target has a ``model`` that ``-c`` replaces."""

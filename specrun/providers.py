@@ -9,6 +9,7 @@ user set them: no cost-map download and no ``.env`` loading behind the user's ba
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -88,6 +89,37 @@ async def load_litellm() -> Any:
 def imported() -> bool:
     """Whether litellm is imported already."""
     return _litellm is not None
+
+
+async def close_loop_clients() -> None:
+    """Close litellm's pooled HTTP clients of the running event loop, and drop them from its cache.
+
+    litellm caches a client per event loop and hands it to every later call of that loop: a
+    closed one left in the cache fails them all ("the client has been closed"). Clients of
+    other loops (a worker thread's, the pytest session's) are left alone, in use or not.
+    """
+    if _litellm is None:
+        return
+    try:
+        from litellm.caching.evicted_client_closer import running_loop_token
+
+        cache = _litellm.in_memory_llm_clients_cache
+        suffix = f"-{running_loop_token()}"
+        mine = [key for key in list(cache.cache_dict) if isinstance(key, str) and key.endswith(suffix)]
+    except Exception:  # another litellm layout: leave its clients to its own exit cleanup
+        logger.debug("finding litellm's clients failed", exc_info=True)
+        return
+    for key in mine:
+        with getattr(cache, "_write_lock", None) or contextlib.nullcontext():  # other threads use the cache
+            client = cache.cache_dict.pop(key, None)
+            cache.ttl_dict.pop(key, None)
+        close = getattr(client, "aclose", None) or getattr(client, "close", None)
+        try:
+            done = close() if callable(close) else None
+            if asyncio.iscoroutine(done) or isinstance(done, asyncio.Future):
+                await done
+        except Exception:  # cleanup is best effort
+            logger.debug("closing a litellm client failed", exc_info=True)
 
 
 # -- reading its answers and errors -----------------------------------------------------------

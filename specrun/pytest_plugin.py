@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from collections import Counter
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -180,8 +181,10 @@ class SuiteFile(pytest.File):
             and plan.needs_model(state.plugins.registry, session.project.config)
         ):
             session.models.preload()
+        several = Counter(id(case) for case, _ in plan.pairs)  # targets: a case against each agent
         for case, agent in plan.pairs:
-            yield CaseItem.from_parent(self, name=case.id, case=case, agent=agent, run_session=session)
+            name = f"{case.id}[{agent.id}]" if several[id(case)] > 1 else case.id
+            yield CaseItem.from_parent(self, name=name, case=case, agent=agent, run_session=session)
 
 
 class CaseFailed(Exception):

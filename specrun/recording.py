@@ -126,6 +126,7 @@ class HistoryRecorder:
             raise HistoryError(self._failure)
         record = result.record()
         suite, agent, content = self._cases[id(result.case)]
+        agent = result.agent or agent  # a case run against several agents is one Case object
         usage = record.get("usage") or {}
         self._pending.append(
             (

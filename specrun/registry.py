@@ -91,6 +91,16 @@ class Registry:
             raise UsageError("--simulator needs a simulator that takes an agent id; none is installed")
         return {"type": implied.name, implied.shorthand: default}
 
+    def named_reporter(self, spec: str) -> Any:
+        """The reporter ``-r report.NAME`` names by its name or an alias (V1's built-in reporter
+        agents: ``report.html``, ``report.markdown``, ``report.json``, ``report.summary``; any
+        installed reporter), or None: then ``spec`` is a project agent (``agents:ID`` always is)."""
+        prefix, _, name = spec.partition(".")
+        if prefix != "report":
+            return None
+        found = [e.cls for e in self.types["reporter"].values() if name == e.cls.name or name in e.cls.aliases]
+        return next((cls for cls in found if not cls.by_agent), None)
+
     def reporter_for(self, path: str) -> Any:
         """The reporter class whose extension ends ``path`` (longest extension wins)."""
         best: tuple[int, Any] | None = None

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .kinds import CaseCancelled
 from .model import Case
 from .project import Agent, Project
-from .runner import CaseCancelled, Job, Runner, RunOptions
+from .runner import Job, Runner, RunOptions
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ class Result:
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
     context: Context | None = field(default=None, repr=False)
+    agent: str | None = None  # the id of the agent that ran it (runs may test several)
     cached: bool = False  # every cacheable model call of the case (judges, simulators) was a cache hit
     flaky: bool = False  # the case is flaky in the run history (see specrun.history)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
@@ -130,6 +132,8 @@ class Result:
         if case.name:
             data["name"] = case.name
         data.update(status=self.status, run=self.run, duration_ms=round(self.duration_ms, 1))
+        if self.agent is not None:
+            data["agent"] = self.agent
         data["input"] = [m.to_dict() for m in case.input] if case.input else None
         if case.expected is not MISSING:
             data["expected"] = case.expected
@@ -140,6 +144,9 @@ class Result:
         if self.response and self.response.warnings:
             data["warnings"] = self.response.warnings
         data["assertions"] = [a.to_dict() for a in self.assertions]
+        failing = [a for a in self.assertions if a.status in ("failed", "error")]
+        if failing:  # V2's field: the messages alone, for a quick look
+            data["assertion_errors"] = [f"{a.type}: {a.message or a.status}" for a in failing]
         if self.turns is not None:
             data["turns"] = self.turns
             data["checkpoints"] = self.checkpoints or []
@@ -184,11 +191,18 @@ def _encodes(keys: list[Any]) -> bool:
     return all(isinstance(k, str) for k in keys)
 
 
+def utc_timestamp() -> str:
+    """Now, in the one timestamp format of streams and reports: UTC to the second, as the seeds
+    write it (``2025-12-25T10:00:00Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass
 class RunInfo:
     """What a run is: shown in the console header and written as the report's metadata."""
 
     agent_id: str | None = None
+    agents: list[str] = field(default_factory=list)  # every agent the run tests (a matrix when several)
     target: str | None = None
     connector: str | None = None
     inputs: list[str] = field(default_factory=list)
@@ -200,7 +214,9 @@ class RunInfo:
     team: str = DEFAULT_TEAM
     locale: str = DEFAULT_LOCALE
     simulator: str | None = None
-    started_at: str = ""
+    started_at: str = ""  # utc_timestamp()
+    agent_path: str | None = None  # the folder of the agent under test, when there is one agent file
+    mode: str = "standard"  # "dynamic" when every case is (the console's header says so)
     project_root: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     shard: dict[str, Any] | None = None  # --shard: which part of which selection (see specrun.shard)
@@ -208,6 +224,8 @@ class RunInfo:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "agent_id": self.agent_id,
+            **({"agents": self.agents} if len(self.agents) > 1 else {}),
+            "agent_path": self.agent_path,
             "target": self.target,
             "connector": self.connector,
             "inputs": self.inputs,
@@ -217,6 +235,7 @@ class RunInfo:
             "timeout_s": self.timeout,
             "environment": {"user_id": self.user, "team_id": self.team, "locale": self.locale},
             "started_at": self.started_at,
+            "timestamp": self.started_at,  # V1's name for it
         }
         if self.shard is not None:
             data["shard"] = self.shard

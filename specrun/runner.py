@@ -28,14 +28,13 @@ from typing import Any
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
-from .kinds import Check, Session
+from .kinds import CaseCancelled, Check, Session
 from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
-    DEFAULT_LOCALE,
-    DEFAULT_TEAM,
     DEFAULT_TIMEOUT,
-    DEFAULT_USER,
+    ENVIRONMENT_DEFAULTS,
+    TIMEOUT_ERROR,
     Case,
     Context,
     Message,
@@ -70,12 +69,14 @@ class RunOptions:
     user: str | None = None
     team: str | None = None
     locale: str | None = None
-    extra_context: dict[str, Any] = field(default_factory=dict)
+    extra_context: dict[str, Any] = field(default_factory=dict)  # --ctx, less the environment's fields
+    environment: dict[str, str] = field(default_factory=dict)  # --ctx values of the environment's fields
     before_all: str | None = None
     after_all: str | None = None
     connector: str | None = None
     simulator: str | None = None
     min_pass_rate: float | None = None
+    update_snapshots: bool = False
     no_cache: bool = False  # --no-cache: a worker elsewhere builds its model client without the cache
     executor: str = "local"  # where cases execute (an Executor plugin)
     executor_options: dict[str, Any] = field(default_factory=dict)  # specrun.yaml's executor: mapping
@@ -111,7 +112,6 @@ class Runner:
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
         self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
-        self._started = False
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -123,7 +123,6 @@ class Runner:
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
         self._finished = [] if self.options.after_all else None
-        await self.start(jobs)
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
             self._lifecycle = lifecycle
             lifecycle.call("run_started", info=info)
@@ -150,10 +149,8 @@ class Runner:
         return summary
 
     async def start(self, jobs: list[Job]) -> None:
-        """Start the executor (once); with no ``--parallel`` given, it says how many cases run at once."""
-        if not self._started:
-            self._started = True
-            await self.executor.start(jobs)
+        """Start the executor, before ``run``; with no ``--parallel`` given, it says how many cases run at once."""
+        await self.executor.start(jobs)
         self.options.parallel = self.options.parallel or self.executor.parallel()
 
     async def _run_jobs(self, jobs: list[Job]) -> None:
@@ -256,28 +253,37 @@ class Runner:
 
     # -- one case -------------------------------------------------------------------------------
 
-    def context_for(self, case: Case, run: int) -> Context:
-        """The case environment: CLI flag > case field > project config > default."""
+    def environment(self, case: Case | None = None) -> dict[str, Any]:
+        """The case environment (V1's TestEnvironment), each field from the first that sets it:
+        CLI flag (``-u``, ``-t``, ``--locale``) > ``--ctx`` > case field > project config > default."""
         opts, config = self.options, self.project.config
+        flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
+        return {
+            name: flags.get(name)
+            or opts.environment.get(name)
+            or (getattr(case, name) if case is not None else None)
+            or config.get(name)
+            or default
+            for name, default in ENVIRONMENT_DEFAULTS.items()
+        }
+
+    def context_for(self, case: Case, run: int) -> Context:
+        """The context a case's agent, hooks and assertions see: its environment, options and metadata."""
         return Context(
             case_id=case.id,
-            user=opts.user or case.user or config.get("user") or DEFAULT_USER,
-            team=opts.team or case.team or config.get("team") or DEFAULT_TEAM,
-            locale=opts.locale or case.locale or config.get("locale") or DEFAULT_LOCALE,
             metadata=dict(case.metadata),
             options=dict(case.options),
             run=run,
-            extra=dict(opts.extra_context),
+            extra=dict(self.options.extra_context),
+            **self.environment(case),
         )
 
+    def connector_for(self, case: Case) -> str | None:
+        """The connector of a case: ``-c``, else its ``options.connector`` (the flag wins, as ``-u`` does)."""
+        return self.options.connector or case.options.get("connector") or None
+
     def _global_context(self) -> Context:
-        return Context(
-            case_id="",
-            user=self.options.user or self.project.config.get("user") or DEFAULT_USER,
-            team=self.options.team or self.project.config.get("team") or DEFAULT_TEAM,
-            locale=self.options.locale or self.project.config.get("locale") or DEFAULT_LOCALE,
-            extra=dict(self.options.extra_context),
-        )
+        return Context(case_id="", extra=dict(self.options.extra_context), **self.environment())
 
     def hook_dirs(self, jobs: list[Job]) -> list[Any]:
         """Where global hooks are looked for: next to each suite, the project root, each agent's folders."""
@@ -285,16 +291,17 @@ class Runner:
         return list(dict.fromkeys([*suites, self.project.root, *(d for j in jobs for d in j.agent.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(models=self.models, run=run, agent_caller=self.call_agent, config=self.project.config)
+        return Services(
+            models=self.models,
+            run=run,
+            agent_caller=self.call_agent,
+            config=self.project.config,
+            update_snapshots=self.options.update_snapshots,
+        )
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""
-        target = self.project.target(self.project.agent(agent_id))
-        session = target.session(context)
-        try:
-            return as_response(await session.send(messages))
-        finally:
-            await session.close()
+        return await self.project.call_agent(agent_id, messages, context)
 
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
@@ -325,6 +332,7 @@ class Runner:
             cancelled = True
             result = self.cancelled(job)
         result.context = ctx
+        result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
         if case.after and result.status != "skipped":
             after = asyncio.ensure_future(
@@ -392,7 +400,7 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.options.connector)
+        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
         session = target.session(ctx)
         try:
@@ -412,7 +420,7 @@ class Runner:
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
-            return Result(case, "error", run=job.run, error=f"timeout after {format_duration(timeout)}")
+            return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = exc.response
             return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
@@ -462,10 +470,8 @@ class Runner:
         self.aggregator.add(result.record())
         assert self._lifecycle is not None
         self._lifecycle.call("case_finished", result=result)
-        if self._finished is not None:
-            self._finished.append(
-                {"id": result.case.id, "run": result.run, "status": result.status, "error": result.error}
-            )
+        if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
+            self._finished.append(result.record())
 
     def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
@@ -490,10 +496,3 @@ class Runner:
 
 class _HookFailed(Exception):
     pass
-
-
-class CaseCancelled(Exception):
-    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
-
-    def __init__(self, result: Result):
-        self.result = result

@@ -83,6 +83,7 @@ class Services:
     run: int = 1
     agent_caller: AgentCaller | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    update_snapshots: bool = False  # --update-snapshots: a snapshot assertion approves what it sees
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send ``messages`` to the project's agent ``agent_id`` (``agents:`` prefix optional)."""

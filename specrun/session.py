@@ -15,7 +15,6 @@ import gc
 import os
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,12 @@ from .errors import UsageError
 from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
-from .model import DEFAULT_TIMEOUT, Case, Suite, parse_duration
+from .model import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Case, Suite, parse_duration
 from .outputs import check_outputs, default_stream
 from .plan import Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
 from .project import Agent, Project
-from .results import Result, RunInfo
+from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
 from .selection import Selection
 from .shard import Shard
@@ -43,6 +42,7 @@ class RunRequest:
 
     inputs: list[str]
     agent: str | None = None  # -n: the agent under test
+    agents: list[str] = field(default_factory=list)  # -n given more than once: every case runs against each
     outputs: list[str] = field(default_factory=list)  # -o, in order
     timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
     parallel: int | None = None  # else the project's, else 1
@@ -65,6 +65,7 @@ class RunRequest:
     executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
+    update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
     verbose: bool = False
     history: bool = True  # --no-history: do not record this run in the project's run history
     argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
@@ -125,7 +126,8 @@ class RunSession:
         having checked first that no output would overwrite one."""
         req, registry = self.request, self.plugins.registry
         for output in req.outputs:
-            registry.reporter_for(output)  # an unknown extension: before any source or lock runs
+            if not req.reporter_agent or output.lower().endswith(".jsonl"):  # -r writes any other -o file
+                registry.reporter_for(output)  # an unknown extension: before any source or lock runs
         given = [("-o", Path(o)) for o in req.outputs] + ([("--save", req.saving)] if req.saving else [])
         # Before any source runs; again once symbolic links and file: inputs have led to the suite files.
         reads = [Path(s) for s in req.inputs if os.path.isfile(s)] + ([req.context_file] if req.context_file else [])
@@ -147,7 +149,8 @@ class RunSession:
         bad input, found before anything runs."""
         req = self.request
         select = self.selection.matches if self.selection else None
-        plan = build_plan(self.suites, self.project, self.plugins, req.agent, select, req.connector, req.simulator)
+        agents = req.agents or req.agent
+        plan = build_plan(self.suites, self.project, self.plugins, agents, select, req.connector, req.simulator)
         unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
         if not plan.pairs:
             matching = f" match {self.selection.describe()}" if self.selection else ""
@@ -195,19 +198,23 @@ class RunSession:
         jobs = plan.jobs(self.options.runs)
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         recorder = self._recorder(plan, jobs, stream.path)
+        environment = self.runner.environment()
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
+            agents=plan.agent_ids,
             connector=req.connector,
             inputs=req.inputs,
             total_cases=len(plan.pairs),
             runs=self.options.runs,
             parallel=self.options.parallel,
             timeout=self.options.timeout,
-            user=self.options.user or config.get("user") or "test-user",
-            team=self.options.team or config.get("team") or "test-team",
-            locale=self.options.locale or config.get("locale") or "en-us",
-            simulator=self.options.simulator,
-            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            user=environment["user"],
+            team=environment["team"],
+            locale=environment["locale"],
+            simulator=self.options.simulator or _simulators(plan),
+            started_at=utc_timestamp(),
+            agent_path=_agent_path(plan),
+            mode="dynamic" if all(case.dynamic for case, _ in plan.pairs) else "standard",
             project_root=self.project.root,
             shard=self._shard_info,
         )
@@ -273,20 +280,23 @@ class RunSession:
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a
-        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the reporter agent."""
+        temporary file. With ``-r``, every ``-o`` file but a ``.jsonl`` is written by the
+        reporter it names (``report.html``) or by the reporter agent."""
         registry = self.plugins.registry
-        classes = [(Path(o), registry.reporter_for(o)) for o in outputs]
+        chosen = self.request.reporter_agent
+        writer = (registry.named_reporter(chosen) or registry.declaring("reporter", "by_agent")) if chosen else None
+        classes = [
+            (Path(o), registry.reporter_for(o) if writer is None or o.lower().endswith(".jsonl") else writer)
+            for o in outputs
+        ]
         path = next((p for p, cls in classes if cls is ResultStream), None)
         if path is None:
             folder = classes[0][0].parent if classes else Path(tempfile.gettempdir())
             folder.mkdir(parents=True, exist_ok=True)
             path = self._temporary = Path(tempfile.mkstemp(prefix=".specrun-stream-", suffix=".jsonl", dir=folder)[1])
         agent: dict[str, Any] | None = None
-        if self.request.reporter_agent:
-            agent = {"agent": self.request.reporter_agent, "call_agent": self.runner.call_agent}
-            agent["verbose"] = self.request.verbose
-            writer = registry.declaring("reporter", "by_agent")
-            classes = [(p, cls if cls is ResultStream else writer) for p, cls in classes]
+        if writer is not None and writer.by_agent:
+            agent = {"agent": chosen, "call_agent": self.runner.call_agent, "verbose": self.request.verbose}
         reporters = [cls(p, agent if cls.by_agent else None) for p, cls in classes if p != path]
         return reporters, ResultStream(path)
 
@@ -307,6 +317,18 @@ class RunSession:
             await self.models.aclose()
 
 
+def _simulators(plan: Plan) -> str | None:
+    """The simulator agents the plan's dynamic cases name (for the header), if any."""
+    uses = {str(c.simulator.get("use")) for c, _ in plan.pairs if c.dynamic and c.simulator and c.simulator.get("use")}
+    return ", ".join(sorted(uses)) or None
+
+
+def _agent_path(plan: Plan) -> str | None:
+    """The folder of the agent under test when one agent file serves every case (V2's ``agent_path``)."""
+    folders = {str(agent.base_dir) if agent.path is not None else None for _, agent in plan.pairs}
+    return folders.pop() if len(folders) == 1 else None
+
+
 def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
     try:
         timeout = parse_duration(request.timeout or config.get("timeout") or DEFAULT_TIMEOUT)
@@ -314,6 +336,7 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         raise UsageError(f"--timeout: {exc}") from None
     if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
+    context = _read_context(request.context_file)
     executor, executor_options = _executor(request, config)
     return RunOptions(
         parallel=request.parallel or config.get("parallel") or 0,  # 0: as many as the executor says
@@ -323,12 +346,14 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         user=request.user,
         team=request.team,
         locale=request.locale,
-        extra_context=_read_context(request.context_file),
+        environment=_environment_of(context, request.context_file),
+        extra_context=context,
         before_all=request.before_all,
         after_all=request.after_all,
         connector=request.connector,
         simulator=request.simulator,
         min_pass_rate=request.min_pass_rate,
+        update_snapshots=request.update_snapshots,
         no_cache=request.no_cache,
         executor=executor,
         executor_options=executor_options,
@@ -359,6 +384,23 @@ def _read_context(path: Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"--ctx {path}: expected a mapping")
     return data
+
+
+def _environment_of(context: dict[str, Any], path: Path | None) -> dict[str, str]:
+    """Take the keys of ``--ctx`` named like the environment's fields (``user``, ``client_ip``, ...)
+    out of it: they set those fields for every case, so that ``ctx.user`` and
+    ``ctx.to_dict()["user"]`` agree. Keys specrun sets per case are refused."""
+    reserved = [key for key in ("case_id", "run", "metadata", "options") if key in context]
+    if reserved:
+        raise UsageError(
+            f"--ctx {path}: {', '.join(reserved)} cannot be set for every case"
+            " (case_id and run are specrun's; metadata and options are each case's)"
+        )
+    environment = {key: context.pop(key) for key in ENVIRONMENT_DEFAULTS if key in context}
+    for key, value in environment.items():
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"--ctx {path}: {key} must be a non-empty string, not {value!r}")
+    return environment
 
 
 def model_client(project: Project, no_cache: bool) -> Any:

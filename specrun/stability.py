@@ -21,7 +21,8 @@ from typing import Any
 
 from .display import shorten
 from .errors import UsageError
-from .model import to_json
+from .matrix import agent_totals, matrix
+from .model import TIMEOUT_ERROR, to_json
 
 STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
@@ -104,13 +105,14 @@ class CaseStats:
     """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
 
     __slots__ = (
-        "_m2 _mean completion_tokens cost errors failed file has_usage id line max_ms min_ms "
+        "_m2 _mean agent completion_tokens cost errors failed file has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
-        "tags total_ms total_tokens"
+        "tags timeouts total_ms total_tokens"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None):
         self.id = str(record.get("id"))
+        self.agent: str | None = record.get("agent")
         self.name: str | None = record.get("name")
         self.file: str = str(record.get("file") or "")
         self.line: int = int(record.get("line") or 0)
@@ -120,6 +122,7 @@ class CaseStats:
         self.min_pass_rate: float | None = self.own_gate if own is not None else gate
         self.order = order
         self.passed = self.failed = self.errors = self.skipped = 0
+        self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
@@ -153,6 +156,7 @@ class CaseStats:
             self.failed += 1
         else:
             self.errors += 1
+            self.timeouts += str(record.get("error") or "").startswith(TIMEOUT_ERROR)
         if status != "passed" and self.reason is None:
             self.reason = failure_reason(record)
         ms = float(record.get("duration_ms") or 0.0)
@@ -215,6 +219,8 @@ class CaseStats:
         data: dict[str, Any] = {"id": self.id}
         if self.name:
             data["name"] = self.name
+        if self.agent is not None:
+            data["agent"] = self.agent
         data.update(
             status=self.status,
             runs=self.runs,
@@ -268,12 +274,12 @@ class Aggregator:
     def __init__(self, min_pass_rate: float | None = None, runs: int | None = None):
         self.min_pass_rate = min_pass_rate
         self.runs = runs
-        self._cases: dict[tuple[str, str], CaseStats] = {}
+        self._cases: dict[tuple[str, str, str], CaseStats] = {}
         self._max_runs = 0
 
     def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
         """Count one result record; ``offset`` (its byte offset in the stream) is remembered."""
-        key = (str(record.get("file") or ""), str(record.get("id")))
+        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
         stats = self._cases.get(key)
         if stats is None:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
@@ -301,7 +307,7 @@ class Aggregator:
     def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
         """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
         verdicts: Counter[str] = Counter()
-        passed = failed = errors = skipped = 0
+        passed = failed = errors = skipped = timeouts = 0
         stable = unstable = all_passed = any_passed = 0
         usage_seen = False
         usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
@@ -312,6 +318,7 @@ class Aggregator:
             failed += c.failed
             errors += c.errors
             skipped += c.skipped
+            timeouts += c.timeouts
             total_ms += c.total_ms
             if c.runs:
                 stable += c.stable
@@ -339,6 +346,7 @@ class Aggregator:
             "runs_failed": failed,
             "runs_errors": errors,
             "runs_skipped": skipped,
+            "timeouts": timeouts,
             "overall_pass_rate": _pct(passed, executed),
             "stable_cases": stable,
             "unstable_cases": unstable,
@@ -350,6 +358,8 @@ class Aggregator:
         }
         if usage_seen:
             data["usage"] = usage
+        if matrix(self._cases.values()):
+            data["agents"] = agent_totals(self._cases.values())
         return data
 
 

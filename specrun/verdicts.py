@@ -24,6 +24,8 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
     except EvaluationError as exc:
         spent: Usage | None = getattr(exc, "usage", None)  # what unusable judge replies cost
         details = {"usage": spent.to_dict()} if spent and (spent.total_tokens or spent.cost) else None
+        if exc.details:
+            details = {**exc.details, **(details or {})}
         return AssertionResult(assertion.type, "error", str(exc), details=details)
     except Exception as exc:
         return AssertionResult(

@@ -12,7 +12,7 @@ from specrun.loader import Loader
 from specrun.plugins import get_plugin_manager
 
 DOC = Path(__file__).parent.parent / "docs" / "assertions.md"
-MODULES = {"text", "json_assertions", "tools", "metrics", "script"}
+MODULES = {"text", "json_assertions", "tools", "metrics", "script", "snapshot"}
 BLOCK = re.compile(r"^```(yaml|python)\n(.*?)^```", re.M | re.S)
 
 

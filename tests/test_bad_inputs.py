@@ -40,6 +40,16 @@ EXPECTED: dict[str, list[Expect]] = {
     # -- syntax --------------------------------------------------------------------------------
     "broken_json_line3.jsonl": [E(3, 34, "invalid JSON: Expecting ',' delimiter", None)],
     "broken_json.json": [E(5, 5, "invalid JSON: Expecting ',' delimiter", None)],
+    # V2's cases spread over lines: each broken value once, at its place; the others still read
+    "jsonl_spread_broken.jsonl": [
+        E(6, 1, "invalid JSON: Expecting ',' delimiter", None),
+        E(16, 52, "invalid JSON: Expecting ',' delimiter", None),
+        E(17, 1, "invalid JSON: { is never closed: the value that starts here has no end", None),
+    ],
+    "jsonl_spread_fields.jsonl": [
+        E(2, 65, "unknown assertion type 'contians'", "cases[0].assertions[0].type"),
+        E(9, 34, "invalid regex '(unclosed'", "cases[1].assertions[1].pattern"),
+    ],
     "tab_indent.yaml": [E(4, 1, "YAML indentation must use spaces, not tabs", None)],
     "yaml_syntax.yaml": [E(3, 9, "invalid YAML: expected ',' or ']'", None)],
     "yaml_duplicate_key.yaml": [E(3, 3, 'found duplicate key "input"', None)],

@@ -118,7 +118,7 @@ BAD: dict[str, Bad] = {
     "ctx_list": Bad([*SUITE, "--ctx", "ctx.yaml"], ["--ctx ctx.yaml: expected a mapping"]),
     "run_bad_regex": Bad([*SUITE, "--run", "a("], ["--run: invalid regex 'a('"]),
     "unknown_output_extension": Bad(
-        [*SUITE, "-o", "out.txt"], ["no reporter writes 'out.txt' (known extensions: ", ".jsonl"]
+        [*SUITE, "-o", "out.csv"], ["no reporter writes 'out.csv' (known extensions: ", ".jsonl"]
     ),
     "parallel_zero": Bad([*SUITE, "--parallel", "0"], ["Invalid value for '--parallel': 0 is not in the range x>=1"]),
     "before_hook_missing": Bad([*SUITE, "--before", "nohooks.BeforeAll"], ["--before: cannot find module 'nohooks'"]),

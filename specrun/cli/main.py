@@ -22,6 +22,7 @@ COMMANDS = {
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
     "merge": "specrun.cli.merge",
+    "view": "specrun.cli.view",
     "init": "specrun.cli.init",
 }
 

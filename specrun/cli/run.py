@@ -16,7 +16,13 @@ import click
 @click.option(
     "-i", "--input", "inputs", multiple=True, help="A suite file or folder, agents:ID, scripts:mod.func, or a message."
 )
-@click.option("-n", "--name", help="The agent under test: an agent id, python:module:function, or a URL.")
+@click.option(
+    "-n",
+    "--name",
+    "names",
+    multiple=True,
+    help="The agent under test: an agent id, python:module:function, or a URL. Repeat to run every case against each.",
+)
 @click.option(
     "-o", "--output", "outputs", multiple=True, help="Write results here; the extension picks the format. Repeatable."
 )
@@ -52,11 +58,21 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write generated cases to FILE (.jsonl/.yaml/.json).",
 )
-@click.option("-r", "--reporter", help="A reporter agent (agents:ID) that writes the -o report from the results.")
+@click.option(
+    "-r",
+    "--reporter",
+    help="Who writes the -o reports: a built-in reporter (report.html, report.markdown, report.json,"
+    " report.summary) or a reporter agent (agents:ID).",
+)
 @click.option("--simulator", help="Default simulator agent id for dynamic cases.")
 @click.option("--before", "before_all", help="Global hook run once before all cases (module.Func).")
 @click.option("--after", "after_all", help="Global hook run once after all cases (module.Func).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the model response cache.")
+@click.option(
+    "--update-snapshots",
+    is_flag=True,
+    help="Approve this run's outputs: rewrite the snapshots that differ or are missing.",
+)
 @click.option("--no-history", is_flag=True, help="Do not record this run in the project's run history.")
 @click.option(
     "--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the cases that failed or errored last time."
@@ -89,7 +105,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
 
     request = RunRequest(
         inputs=specs,
-        agent=flags["name"],
+        agent=flags["names"][0] if flags["names"] else None,
+        agents=list(flags["names"]),
         outputs=list(flags["outputs"]),
         timeout=flags["timeout"],
         parallel=flags["parallel"],
@@ -112,6 +129,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         executor=flags["executor"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
+        update_snapshots=flags["update_snapshots"],
         verbose=flags["verbose"],
         history=not flags["no_history"],
         argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
@@ -194,19 +212,28 @@ def _check_positional(paths: tuple[str, ...]) -> None:
 
 
 def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
-    """``-r`` names a project agent whose target builds, and has an ``-o`` file to write."""
+    """``-r`` names a built-in reporter (``report.html``) or a project agent whose target
+    builds, and has an ``-o`` file to write: checked before anything runs."""
     from ..errors import SuiteError, UsageError
 
-    if not flags["reporter"]:
+    spec = flags["reporter"]
+    if not spec:
         return
     if not flags["outputs"]:
-        raise UsageError("-r needs -o FILE: the reporter agent's answer is written there")
+        raise UsageError(f"-r needs -o FILE: the report is written there (e.g. -r {spec} -o report.html)")
+    if project.registry.named_reporter(spec) is not None:
+        return
     try:
-        project.target(project.agent(flags["reporter"].removeprefix("agents:")))
+        project.target(project.agent(spec.removeprefix("agents:")))
     except SuiteError:
         raise
     except UsageError as exc:
-        raise UsageError(f"-r {flags['reporter']}: {exc}") from None
+        builtin = ""
+        if spec.startswith("report."):
+            reporters = project.registry.classes("reporter").values()
+            names = sorted(f"report.{n}" for c in reporters if not c.by_agent for n in (c.name, *c.aliases))
+            builtin = f"; the built-in reporters are {', '.join(names)}"
+        raise UsageError(f"-r {spec}: not a built-in reporter, and {exc}{builtin}") from None
 
 
 def _loop_factory() -> Any:

@@ -13,10 +13,11 @@ from .. import hookimpl
 from ..blocking import run_blocking
 from ..display import md_block, md_text, shorten, visible
 from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
-from ..imports import find_module, load_callable, split_ref
+from ..imports import find_module, load_callable, ref_problem, split_ref
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
+    CaseCancelled,
     Check,
     Executor,
     Plugin,
@@ -39,6 +40,7 @@ from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
 from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
 from ..matching import MODES as COMPARE_MODES
 from ..matching import alternatives, compare
+from ..matrix import Matrix, matrix
 from ..model import (
     MISSING,
     Assertion,
@@ -63,9 +65,10 @@ from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
 from ..remote import RemoteRun, RemoteWorker
-from ..results import Result, RunInfo
-from ..runner import INTERRUPT_GRACE, CaseCancelled, Job
+from ..results import Result, RunInfo, utc_timestamp
+from ..runner import INTERRUPT_GRACE, Job
 from ..services import Models, Services
+from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
@@ -93,6 +96,7 @@ __all__ = [
     "FlagError",
     "Job",
     "JudgeReply",
+    "Matrix",
     "Message",
     "ModelClient",
     "ModelError",
@@ -112,6 +116,7 @@ __all__ = [
     "Simulator",
     "SimulatorState",
     "SimulatorTurn",
+    "Snapshot",
     "Source",
     "SourceContext",
     "SpecrunError",
@@ -138,6 +143,7 @@ __all__ = [
     "hookimpl",
     "json_line",
     "load_callable",
+    "matrix",
     "md_block",
     "md_text",
     "openai_messages",
@@ -147,6 +153,7 @@ __all__ = [
     "parse_verdict",
     "redact",
     "redact_json",
+    "ref_problem",
     "register_secret",
     "registrar",
     "retry_after",
@@ -155,5 +162,6 @@ __all__ = [
     "shorten",
     "split_ref",
     "to_json",
+    "utc_timestamp",
     "visible",
 ]

@@ -32,6 +32,7 @@ from ..errors import EvaluationError, TargetError
 from ..kinds import checked_verdict
 from ..matching import Mode, alternatives
 from ..model import Context, Message, Response, as_response
+from . import clients
 from .config import TestConfig, load_config, load_evaluator
 
 DEFAULT_READ_TIMEOUT = 30.0
@@ -169,6 +170,7 @@ class Test:
         self._project: Any = None
         self._history: list[Message] = []
         self._failed: str | None = None
+        self._holding = False  # this test keeps its loop's judge clients open from start() to stop()
         self._command = self._command_of(target)
 
     # -- what the target is ---------------------------------------------------------------------
@@ -226,6 +228,9 @@ class Test:
         if self._process is not None or self._session is not None:
             return self.banner
         self._failed = None
+        if not self._holding:
+            clients.hold()
+            self._holding = True
         try:
             if self._command is not None:
                 self._process = self._new_process(self._command)
@@ -272,12 +277,17 @@ class Test:
         (SIGTERM, then SIGKILL after two seconds; see :mod:`specrun.proctree`)."""
         process, session, project = self._process, self._session, self._project
         self._process = self._session = self._project = None
-        if process is not None:
-            await process.close()
-        if session is not None:
-            await session.close()
-        if project is not None:
-            await project.aclose()
+        try:
+            if process is not None:
+                await process.close()
+            if session is not None:
+                await session.close()
+            if project is not None:
+                await project.aclose()
+        finally:
+            if self._holding:
+                self._holding = False
+                await clients.release()
 
     async def __aenter__(self) -> Test:
         await self.start()
@@ -378,3 +388,41 @@ class Test:
         return await evaluate(
             actual, expected, user_input=user_input, threshold=threshold, mode=mode, evaluator=evaluator
         )
+
+    # -- a validator agent judging any answer ----------------------------------------------------
+
+    @staticmethod
+    def assert_agent(
+        actual: Any,
+        validator: str | None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
+        user_input: str | None = None,
+    ) -> tuple[bool, float, str]:
+        """Have a validator agent judge ``actual``, as V2's ``t.assert.Agent(response, validator, options)``.
+
+        ``validator`` is an agent id of the project around the working directory (``agents:``
+        optional; None: the built-in validator with the configured judge model); it receives
+        ``options`` (``{"metadata": {"criteria": ..., "conversation": [...]}}``) and answers a
+        score from 0 to 1, passing at ``threshold`` (default 0.5). Raises ``AssertionError`` when
+        it rejects the answer, ``EvaluationError`` when it reaches no verdict; returns
+        ``(passed, score, reason)``. Synchronous like :meth:`compare`; ``await Test.aassert_agent(...)``.
+        """
+        return run_sync(
+            lambda: Test.aassert_agent(actual, validator, options, threshold=threshold, user_input=user_input)
+        )
+
+    @staticmethod
+    async def aassert_agent(
+        actual: Any,
+        validator: str | None,
+        options: Mapping[str, Any] | None = None,
+        *,
+        threshold: float | None = None,
+        user_input: str | None = None,
+    ) -> tuple[bool, float, str]:
+        """:meth:`assert_agent` for async code."""
+        from .validators import judge_with_agent
+
+        return await judge_with_agent(actual, validator, options, threshold=threshold, user_input=user_input)

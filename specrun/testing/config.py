@@ -5,9 +5,14 @@ Each setting is taken from the first place that has it:
 1. the argument (``Test(mode=..., match_threshold=...)``, ``Test.compare(mode=..., threshold=...)``);
 2. the environment: ``SPECRUN_TEST__`` then the key path joined by ``__``
    (``SPECRUN_TEST__MODE``, ``SPECRUN_TEST__THRESHOLD``, ``SPECRUN_TEST__LLM__MODEL``, ...);
+   Agent Kernel's ``AK_TEST__*`` names are aliases (the ``SPECRUN_TEST__`` one wins when both are set);
 3. the file: ``test-config.yaml`` in the working directory, or the file named by
-   ``SPECRUN_TEST_CONFIG``;
-4. the default: mode ``fallback``, threshold 0.8 (the ``match`` assertion's), evaluator ``default``.
+   ``SPECRUN_TEST_CONFIG`` (alias: Agent Kernel's ``AK_TEST_CONFIG_PATH_OVERRIDE``);
+4. the project: inside a specrun project (a ``specrun.yaml`` at or above the working directory),
+   its ``judge_model`` (else ``model``), ``model_params``, ``retries`` and ``compare_mode``;
+5. the default: mode ``fallback``, threshold 0.8 (the ``match`` assertion's), evaluator ``default``.
+
+Using an Agent Kernel name is said once per process, as a :class:`AliasWarning`.
 
 An evaluator decides whether an answer matches. ``default`` (alias ``deepeval``, Agent Kernel's
 name, and ``specrun``) is specrun's compare engine, the one behind the ``match`` assertion.
@@ -18,8 +23,10 @@ Any other value is a dotted path ``package.module.Class`` to a class following
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import warnings
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +39,8 @@ from ..matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
 ENV_PREFIX = "SPECRUN_TEST__"
+AK_CONFIG_ENV = "AK_TEST_CONFIG_PATH_OVERRIDE"  # Agent Kernel's names, honoured as aliases
+AK_ENV_PREFIX = "AK_TEST__"
 BUILTIN_EVALUATORS = ("default", "deepeval", "specrun")
 
 SCHEMA: dict[str, Any] = {
@@ -48,28 +57,56 @@ SCHEMA: dict[str, Any] = {
                 "model": {"type": "string", "minLength": 1},
                 "provider": {"type": "string", "minLength": 1},
                 "embedding_model": {"type": "string", "minLength": 1},
+                "api_base": {"type": "string", "minLength": 1},
             },
         },
     },
 }
 
 
+class AliasWarning(UserWarning):
+    """An Agent Kernel setting name (``AK_TEST__*``) was honoured as its specrun name."""
+
+
+_announced: set[str] = set()
+
+
+def _announce(alias: str, name: str) -> None:
+    """Say once per process that an Agent Kernel name is read as specrun's."""
+    if alias not in _announced:
+        _announced.add(alias)
+        warnings.warn(f"{alias} is read as {name} (Agent Kernel's name for the setting)", AliasWarning, stacklevel=4)
+
+
 @dataclass
 class LLMConfig:
-    """The judge model of llm mode; ``provider`` is prefixed litellm-style (``openai/gpt-4o-mini``)."""
+    """The judge model of llm mode; ``provider`` is prefixed litellm-style (``openai/gpt-4o-mini``).
+
+    ``project_model`` and ``params`` come from the project's ``specrun.yaml`` (``judge_model``
+    else ``model``; ``model_params``); ``api_base`` overrides the params' one.
+    """
 
     model: str | None = None
     provider: str | None = None
     embedding_model: str | None = None  # kept for Agent Kernel files and custom evaluators
+    api_base: str | None = None
+    project_model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    retries: int | None = None
 
     @property
     def litellm_model(self) -> str | None:
-        """The model as litellm names it, else ``$SPECRUN_MODEL``, else None."""
+        """The model as litellm names it, else the project's, else ``$SPECRUN_MODEL``, else None."""
         if not self.model:
-            return os.environ.get(MODEL_ENV) or None
+            return self.project_model or os.environ.get(MODEL_ENV) or None
         if self.provider and not self.model.startswith(f"{self.provider}/"):
             return f"{self.provider}/{self.model}"
         return self.model
+
+    @property
+    def litellm_params(self) -> dict[str, Any]:
+        """The litellm arguments of every judge call: the project's, with ``api_base`` over them."""
+        return {**self.params, **({"api_base": self.api_base} if self.api_base else {})}
 
 
 @dataclass
@@ -98,10 +135,13 @@ class TestConfig:
 
 def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for name, value in sorted(environ.items()):
-        if not name.upper().startswith(ENV_PREFIX):
+    # Agent Kernel's names first, so that specrun's own name for the same setting wins.
+    named = sorted(environ.items(), key=lambda item: (not item[0].upper().startswith(AK_ENV_PREFIX), item[0]))
+    for name, value in named:
+        prefix = next((p for p in (ENV_PREFIX, AK_ENV_PREFIX) if name.upper().startswith(p)), None)
+        if prefix is None:
             continue
-        keys = [k.lower() for k in name[len(ENV_PREFIX) :].split("__")]
+        keys = [k.lower() for k in name[len(prefix) :].split("__")]
         known = SCHEMA["properties"]
         target = found
         for depth, key in enumerate(keys):
@@ -112,6 +152,8 @@ def _env_settings(environ: Mapping[str, str]) -> dict[str, Any]:
                 raise UsageError(f"{name}: unknown test setting (known: {', '.join(names)})")
             if last:
                 target[key] = _env_value(name, key, value)
+                if prefix == AK_ENV_PREFIX:
+                    _announce(name, ENV_PREFIX + name[len(prefix) :])
             else:
                 target = target.setdefault(key, {})
                 known = spec["properties"]
@@ -146,14 +188,17 @@ def _env_value(name: str, key: str, value: str) -> Any:
 
 
 def config_path(environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Path | None:
-    """The config file in use: ``$SPECRUN_TEST_CONFIG`` (which must exist), else
-    ``test-config.yaml`` in the working directory when there is one."""
+    """The config file in use: ``$SPECRUN_TEST_CONFIG`` (else ``$AK_TEST_CONFIG_PATH_OVERRIDE``;
+    it must exist), else ``test-config.yaml`` in the working directory when there is one."""
     environ = os.environ if environ is None else environ
-    explicit = environ.get(CONFIG_ENV)
-    if explicit:
+    variable = next((name for name in (CONFIG_ENV, AK_CONFIG_ENV) if environ.get(name)), None)
+    if variable is not None:
+        explicit = environ[variable]
+        if variable == AK_CONFIG_ENV:
+            _announce(AK_CONFIG_ENV, CONFIG_ENV)
         path = Path(explicit).expanduser()
         if not path.is_file():
-            raise UsageError(f"{CONFIG_ENV}={explicit!r}: no such file")
+            raise UsageError(f"{variable}={explicit!r}: no such file")
         return path
     path = (cwd or Path.cwd()) / CONFIG_FILE
     return path if path.is_file() else None
@@ -176,8 +221,9 @@ def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
     """
     environ = os.environ if environ is None else environ
     path = config_path(environ, cwd)
-    layers = [("default", {}), ("file", _file_settings(path) if path else {}), ("env", _env_settings(environ))]
     config = TestConfig(path=path)
+    _project_settings(config, cwd or Path.cwd())
+    layers = [("file", _file_settings(path) if path else {}), ("env", _env_settings(environ))]
     for origin, data in layers:
         for key in ("mode", "threshold", "evaluator"):
             if key in data:
@@ -188,6 +234,22 @@ def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
             config.origin[f"llm.{key}"] = origin
     config.threshold = float(config.threshold)
     return config
+
+
+def _project_settings(config: TestConfig, cwd: Path) -> None:
+    """The model settings of the specrun project around ``cwd``, under the file's and the environment's."""
+    from ..project import find_config
+
+    found = find_config(cwd)
+    if found is None:
+        return
+    project = found[1]
+    config.llm.project_model = project.get("judge_model") or project.get("model")
+    config.llm.params = dict(project.get("model_params") or {})
+    config.llm.retries = project.get("retries")
+    if project.get("compare_mode"):
+        config.mode = project["compare_mode"]
+        config.origin["mode"] = "project"
 
 
 # -- evaluators -------------------------------------------------------------------------------
@@ -222,27 +284,26 @@ class CompareEvaluator:
     async def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
     ) -> EvaluatorResult:
-        model = self.config.llm.litellm_model
-        client = None
-        if model and mode != "score":
-            from ..llm import ModelClient
+        llm = self.config.llm
+        model = llm.litellm_model
+        async with contextlib.AsyncExitStack() as stack:
+            client = None
+            if model and mode != "score":
+                from .clients import judge_client
 
-            client = ModelClient(model, cache_dir=None)
-        try:
-            result = await compare(
-                actual, expected, mode=mode, threshold=threshold, user_input=user_input, judge=client
-            )
-        except EvaluationError:
-            if client is None:
-                unmatched = " (no expected answer matched by score)" if mode == "fallback" else ""
-                raise EvaluationError(
-                    f"{mode} mode needs a model to judge{unmatched}: set llm.model in {CONFIG_FILE}, "
-                    f"{ENV_PREFIX}LLM__MODEL or {MODEL_ENV}, or use Mode.SCORE"
-                ) from None
-            raise
-        finally:
-            if client is not None:
-                await client.aclose()  # litellm's clients belong to this event loop: close them here
+                client = await stack.enter_async_context(judge_client(model, llm.litellm_params, llm.retries))
+            try:
+                result = await compare(
+                    actual, expected, mode=mode, threshold=threshold, user_input=user_input, judge=client
+                )
+            except EvaluationError:
+                if client is None:
+                    unmatched = " (no expected answer matched by score)" if mode == "fallback" else ""
+                    raise EvaluationError(
+                        f"{mode} mode needs a model to judge{unmatched}: set llm.model in {CONFIG_FILE}, "
+                        f"{ENV_PREFIX}LLM__MODEL or {MODEL_ENV}, model in specrun.yaml, or use Mode.SCORE"
+                    ) from None
+                raise
         reason = result.reason or ("no match" if result.decided_by == "score" and not result.passed else "")
         return result.passed, result.score, f"{result.decided_by}: {reason}" if reason else result.decided_by
 

@@ -187,6 +187,7 @@ class AgentJudge(AssertionType):
     needs_model: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ("use",)
     label_params: ClassVar[tuple[str, ...]] = ("use",)
+    validator_param: ClassVar[str | None] = "use"  # what Test.assert_agent runs (V2's t.assert.Agent)
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "use": {

@@ -5,7 +5,6 @@ Registered by the family's register_assertion_types hook.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,10 +19,9 @@ from specrun.plugin import (
     UsageError,
     Verdict,
     checked_verdict,
-    find_module,
     load_callable,
+    ref_problem,
     run_blocking,
-    split_ref,
 )
 
 from ._common import show
@@ -33,13 +31,6 @@ _REF = {
     "minLength": 1,
     "description": "module.func or module:func (scripts: prefix optional).",
 }
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def _wants_context(func: Callable[..., Any]) -> bool:
@@ -102,16 +93,9 @@ class Script(AssertionType):
             )
             return
         ref = assertion.params[given[0]]
-        try:
-            module, _ = split_ref(ref)
-        except UsageError as exc:
-            yield given[0], str(exc)
-            return
-        if find_module(module, [base_dir]) is None and not _importable(module):
-            yield (
-                given[0],
-                f"cannot find module {module!r} for {ref!r} (looked in {base_dir} and the import path)",
-            )
+        problem = ref_problem(ref, [base_dir])
+        if problem:
+            yield given[0], problem
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params

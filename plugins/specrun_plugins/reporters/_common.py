@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from specrun import __version__
-from specrun.plugin import CaseStats, Reporter, Stream, atomic_writer, format_duration, scan, visible
+from specrun.plugin import (
+    CaseStats,
+    Matrix,
+    Reporter,
+    Stream,
+    atomic_writer,
+    format_duration,
+    matrix,
+    scan,
+    utc_timestamp,
+    visible,
+)
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
@@ -128,6 +138,21 @@ class Report:
             f"are the run's, of {self.summary.get('total_runs')} results; only the {listed} written are listed."
         )
 
+    @property
+    def matrix(self) -> Matrix:
+        """The agent x case matrix; falsy when the run tested one agent."""
+        return matrix(self.cases)
+
+    @property
+    def agents(self) -> dict[str, dict[str, Any]]:
+        """Each agent's totals (pass rate, latency, tokens, cost) when the run tested several."""
+        agents = self.summary.get("agents")
+        return agents if isinstance(agents, dict) and self.matrix else {}
+
+    def label(self, case: CaseStats) -> str:
+        """A case's id, with its agent's when the run tested several."""
+        return f"{case.id} [{case.agent}]" if self.agents and case.agent else case.id
+
     def records(self, case: CaseStats) -> list[dict[str, Any]]:
         """The result records of one case, in run order (read from the stream file now)."""
         return list(self.stream.records(case))
@@ -140,11 +165,13 @@ class Report:
     @property
     def metadata(self) -> dict[str, Any]:
         info = self.info
+        inputs = info.get("inputs") or []
         data: dict[str, Any] = {
             "started_at": info.get("started_at") or None,
-            "completed_at": self.summary.get("completed_at")
-            or datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "inputs": info.get("inputs") or [],
+            "completed_at": self.summary.get("completed_at") or utc_timestamp(),
+            "timestamp": info.get("started_at") or None,  # V1's name for started_at
+            "inputs": inputs,
+            "input_file": ", ".join(inputs) or None,  # V2's name (one input: its path)
             "target": info.get("target"),
             "runs": info.get("runs") or self.summary.get("runs_per_case") or 1,
             "parallel": info.get("parallel"),

@@ -5,12 +5,19 @@ every byte of agent and suite text passed through ``html.escape(quote=True)``; t
 script only toggles ``hidden`` on rows (status buttons, free-text filter) and reads no data.
 A Content-Security-Policy allows that script by its hash and nothing else: no other script,
 no inline event handler, no network request, even if some text were not escaped.
+
+V1's export options are two links whose ``data:`` URLs hold the results table (one row per
+case: verdict, counts, pass rate, durations, file, line, reason) as JSON and as CSV: a
+download from the page itself, offline and without any script. The JSON report has the rest.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
+import json
 from html import escape
 from typing import IO, Any
 
@@ -63,6 +70,7 @@ button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
 .body{padding:0 0 10px}pre{background:#f6f8fa;padding:8px;border-radius:6px;overflow:auto;
 white-space:pre-wrap;word-break:break-word;max-height:480px;margin:4px 0}
 details.part>summary{cursor:pointer;font-weight:600;margin:6px 0}.where{color:#59636e;font-size:12px}
+.export{border:1px solid #d1d9e0;border-radius:6px;padding:4px 10px;color:#0969da;text-decoration:none}
 """
 
 SCRIPT = """
@@ -182,6 +190,72 @@ def _charts(report: Report) -> str:
     )
 
 
+def _agents(report: Report) -> str:
+    """Each agent's totals and the agent x case matrix (runs that tested several agents)."""
+    agents, grid = report.agents, report.matrix
+    if not agents or not grid:
+        return ""
+    head = "".join(f"<th>{e(n)}</th>" for n in grid.agents)
+    stats = [("Pass rate", "pass_rate", pct), ("Latency (mean)", "avg_duration_ms", fmt_ms), ("Cost", "cost", cost)]
+    totals = "".join(
+        f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(fmt(agents[n].get(key)))}</td>" for n in grid.agents) + "</tr>"
+        for label, key, fmt in stats
+    )
+    rows = "".join(
+        f"<tr><td>{e(case_id)}</td>"
+        + "".join(
+            f'<td class="s-{e(cells[n].status)}">{ICONS[cells[n].status]} {pct(cells[n].pass_rate)}</td>'
+            if n in cells
+            else "<td>-</td>"
+            for n in grid.agents
+        )
+        + "</tr>"
+        for _, case_id, cells in grid.rows
+    )
+    return (
+        f'<section id="matrix"><h2>Agents</h2><table><tr><th>Case</th>{head}</tr>{rows}{totals}</table></section>'
+    )
+
+
+EXPORT_FIELDS = (
+    "id agent name status runs passed failed errors skipped pass_rate consistency avg_duration_ms "
+    "min_duration_ms max_duration_ms file line reason"
+).split()
+
+
+def export_rows(report: Report) -> list[dict[str, Any]]:
+    """The results table the page exports: one row per case (bounded: no outputs)."""
+    rows = []
+    for case in report.cases:
+        data = {**case.to_dict(), "file": case.file, "line": case.line}
+        rows.append({k: data.get(k) for k in EXPORT_FIELDS})
+    return rows
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting like a formula gets a quote first."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def _exports(report: Report) -> str:
+    rows = export_rows(report)
+    document = {"summary": report.summary, "results": rows}
+    as_json = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False, default=str)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, EXPORT_FIELDS, lineterminator="\r\n")
+    writer.writeheader()
+    writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+    links = [
+        ("specrun-results.json", "application/json", as_json, "Download JSON"),
+        ("specrun-results.csv", "text/csv", buffer.getvalue(), "Download CSV"),
+    ]
+    return "".join(
+        f'<a class="export" id="export-{name.rsplit(".", 1)[1]}" download="{name}" '
+        f'href="data:{mime};charset=utf-8;base64,{base64.b64encode(text.encode()).decode()}">{label}</a>'
+        for name, mime, text, label in links
+    )
+
+
 def _assertions(record: dict[str, Any], limit: int) -> str:
     items = [a for a in record.get("assertions") or [] if isinstance(a, dict)]
     if not items:
@@ -244,7 +318,7 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
     first = records[0] if records else {}
     rate = f'<span class="rate">{pct(case.pass_rate)}</span>' if report.multi else ""
     head = (
-        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(case.id)}</span>'
+        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
         f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
     )
@@ -300,7 +374,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     if env:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
-    out.write(_charts(report) + "\n")
+    out.write(_agents(report) + _charts(report) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
         f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'
@@ -309,7 +383,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     out.write(
         f'<section id="results"><h2>Results</h2><div class="controls">{buttons}'
         '<input type="search" id="filter" placeholder="Filter by text" aria-label="Filter by text">'
-        f'<span id="shown" class="meta">{len(report.cases)} cases</span></div><div id="cases">\n'
+        f'<span id="shown" class="meta">{len(report.cases)} cases</span>{_exports(report)}</div><div id="cases">\n'
     )
     for i, case in enumerate(report.cases):
         out.write(_case(report, case, i, limit))

@@ -54,9 +54,10 @@ def case_result(report: Report, case: CaseStats) -> dict[str, Any]:
 def report_summary(report: Report) -> dict[str, Any]:
     """The summary, with the agent's identity from the run's start line."""
     summary = {k: v for k, v in report.summary.items() if k != "type"}
-    for key in ("agent_id", "target", "connector"):
-        if report.info.get(key) and key not in summary:
-            summary[key] = report.info[key]
+    for key in ("agent_id", "agent_path", "connector"):  # the seeds' fields, null when not known
+        summary.setdefault(key, report.info.get(key))
+    if report.info.get("target"):
+        summary.setdefault("target", report.info["target"])
     return summary
 
 
@@ -71,6 +72,10 @@ def write(report: Report, out: IO[str]) -> None:
         out.write(",\n    " if i else "\n    ")
         out.write(_dump(case_result(report, case), 2))
     out.write("\n  ],\n" if report.cases else "],\n")
+    grid = report.matrix
+    if grid:  # several agents: which passed which case, at a glance
+        rows = [{"id": i, "file": f, "agents": {n: c.status for n, c in cells.items()}} for f, i, cells in grid.rows]
+        out.write(f'  "matrix": {_dump({"agents": grid.agents, "cases": rows}, 1)},\n')
     out.write(f'  "metadata": {_dump(report.metadata, 1)}\n')
     out.write("}\n")
 

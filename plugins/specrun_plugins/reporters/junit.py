@@ -82,9 +82,10 @@ def _problem(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
     return el
 
 
-def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit: int) -> ET.Element:
-    """One ``<testcase>`` element for a case and the records of its runs."""
-    el = ET.Element("testcase", {"classname": xml_text(case.file), "name": xml_text(case.id)})
+def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit: int, name: str = "") -> ET.Element:
+    """One ``<testcase>`` element for a case and the records of its runs (``name``: its label,
+    ``id [agent]`` when the run tested several agents)."""
+    el = ET.Element("testcase", {"classname": xml_text(case.file), "name": xml_text(name or case.id)})
     el.set("time", _seconds(case.total_ms))
     el.set("file", xml_text(case.file))
     el.set("line", str(case.line))
@@ -98,6 +99,8 @@ def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
                 ET.SubElement(props, "property", {"name": key, "value": xml_text(d[key])})
     if case.name:
         ET.SubElement(props, "property", {"name": "title", "value": xml_text(case.name)})
+    if case.agent:
+        ET.SubElement(props, "property", {"name": "agent", "value": xml_text(case.agent)})
     problem = _problem(case, records, multi, limit)
     if problem is not None:
         el.append(problem)
@@ -159,7 +162,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
             ET.SubElement(props, "property", {"name": "interrupted", "value": "true"})
         out.write("    " + ET.tostring(props, encoding="unicode") + "\n")
         for case in members:
-            el = testcase(case, report.records(case), report.multi, limit)
+            el = testcase(case, report.records(case), report.multi, limit, report.label(case))
             out.write("    " + ET.tostring(el, encoding="unicode") + "\n")
         out.write("  </testsuite>\n")
     out.write("</testsuites>\n")

@@ -80,6 +80,26 @@ def _stability_table(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _agents_section(report: Report) -> list[str]:
+    """Each agent's totals, then the agent x case matrix (runs that tested several agents)."""
+    agents, grid = report.agents, report.matrix
+    if not agents or not grid:
+        return []
+    lines = ["## Agents", "", "| Agent | Cases | ✅ | ❌ | ⚠️ | Pass rate | Latency (mean) | Tokens | Cost |"]
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, a in agents.items():
+        lines.append(
+            f"| {md_text(name)} | {a['cases']} | {a['passed']} | {a['failed']} | {a['errors']} | {pct(a['pass_rate'])} "
+            f"| {fmt_ms(a['avg_duration_ms'])} | {a['tokens']} | {cost(a['cost'])} |"
+        )
+    lines += ["", "| Case | " + " | ".join(md_text(n) for n in grid.agents) + " |"]
+    lines.append("| --- |" + " :---: |" * len(grid.agents))
+    for _, case_id, cells in grid.rows:
+        marks = [f"{ICONS[cells[n].status]} {pct(cells[n].pass_rate)}" if n in cells else "-" for n in grid.agents]
+        lines.append(f"| {md_text(case_id)} | " + " | ".join(marks) + " |")
+    return [*lines, ""]
+
+
 def _assertions(record: dict[str, Any], limit: int) -> list[str]:
     lines: list[str] = []
     for a in bad_assertions(record):
@@ -129,7 +149,7 @@ def _run_body(record: dict[str, Any], limit: int) -> list[str]:
 def case_section(report: Report, case: CaseStats, limit: int) -> list[str]:
     records = report.records(case)
     name = f" · {md_text(case.name, 200)}" if case.name else ""
-    title = f"### {ICONS[case.status]} {md_text(case.id, 200)}{name} - {LABELS[case.status]}"
+    title = f"### {ICONS[case.status]} {md_text(report.label(case), 200)}{name} - {LABELS[case.status]}"
     if report.multi:
         title += f" ({pct(case.pass_rate)} of {case.runs} runs)"
     else:
@@ -190,6 +210,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         names = {"user_id": "User", "team_id": "Team", "locale": "Locale"}
         rows = [(md_text(names.get(k, k)), md_text(v)) for k, v in env.items()]
         lines += ["## Environment", "", *_table(rows, ("Setting", "Value"))]
+    lines += _agents_section(report)
     if report.multi:
         lines += _stability_table(report)
     lines += ["## Results", ""]

@@ -44,7 +44,10 @@ if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http
 # Headers that carry credentials: their values are masked even when written out in the config.
 _CREDENTIAL_HEADER = re.compile(r"auth|cookie|key|token|secret|passw", re.I)
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
-VARIABLES = ("input", "messages", "user", "team", "locale", "case_id", "run")
+VARIABLES = (
+    *("input", "messages", "user", "team", "locale", "case_id", "run"),
+    *("client_type", "client_ip", "referer", "accept"),
+)
 MAX_RETRY_WAIT = 60.0
 
 
@@ -121,8 +124,9 @@ class HttpTarget(Target):
             "model": {"type": "string", "description": "openai format: the request's model field."},
             "body": {
                 "description": "template format: the JSON body, with {{input}}, {{messages}}, "
-                "{{user}}, {{team}}, {{locale}}, {{case_id}}, {{run}} placeholders. openai "
-                "format: extra request fields (temperature, ...). ${NAME}: environment variable NAME.",
+                "{{user}}, {{team}}, {{locale}}, {{client_type}}, {{client_ip}}, {{referer}}, {{accept}}, "
+                "{{case_id}}, {{run}} placeholders. openai format: extra request fields (temperature, ...). "
+                "${NAME}: environment variable NAME.",
             },
             "output": {
                 "type": "string",

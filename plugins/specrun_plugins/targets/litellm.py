@@ -2,9 +2,10 @@
 
 With ``tool_impls`` it runs a tool loop: call the model, run the tools it asks for, append the
 results, call again, until it answers in text (at most ``max_steps`` calls). Without them,
-tool calls are returned as the agent's calls. ``-c/--connector`` replaces ``model``. A turn that
-fails (a model call that fails for good, too many steps) raises a ``TargetError`` carrying the
-turn so far, its tool calls and usage, so that a runaway loop's cost shows in the case.
+tool calls are returned as the agent's calls. ``-c/--connector`` (or a case's
+``options.connector``) replaces ``model``. A turn that fails (a model call that fails for good,
+too many steps) raises a ``TargetError`` carrying the turn so far, its tool calls and usage, so
+that a runaway loop's cost shows in the case.
 Registered by the family's register_targets hook.
 """
 

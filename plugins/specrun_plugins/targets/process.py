@@ -385,6 +385,10 @@ class ProcessTarget(Target):
             "SPECRUN_USER": context.user,
             "SPECRUN_TEAM": context.team,
             "SPECRUN_LOCALE": context.locale,
+            "SPECRUN_CLIENT_TYPE": context.client_type,
+            "SPECRUN_CLIENT_IP": context.client_ip,
+            "SPECRUN_REFERER": context.referer,
+            "SPECRUN_ACCEPT": context.accept,
             "SPECRUN_RUN": str(context.run),
             **self.env,
         }

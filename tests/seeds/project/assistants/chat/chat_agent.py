@@ -1,0 +1,2 @@
+def respond(messages, ctx):
+    return f"I'm fine, thank you! You said: {messages[-1].text}"

@@ -1,0 +1,270 @@
+"""``specrun view``: the runs, run, case and compare pages in headless Chromium, escaping, the
+agent matrix, and the one write (snapshot approval), served by a real ``specrun view`` process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import test_html_browser
+from support.cli import run_cli
+from test_html_browser import browser
+
+from specrun.history import History
+from specrun.viewer.html import when
+
+SPECRUN = str(Path(sys.executable).with_name("specrun"))
+chromium = test_html_browser.chromium  # the HTML report's browser tests' fixture: Chromium, installed once
+
+BOTS = """
+import os, time
+from specrun import Response, ToolCall
+
+HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
+
+def good(messages, ctx):
+    text = messages[-1].text
+    broken = os.environ.get("BROKEN") == "1"
+    if "weather" in text:
+        return Response("It is sunny", tool_calls=[ToolCall("get_weather", {"city": "Paris"}, {"temp": 21})])
+    if "France" in text:
+        time.sleep(0.3 if broken else 0.0)
+        return HOSTILE + " Lyon" if broken else "Paris is the capital of France"
+    if "expense" in text.lower():
+        return "What type of expense?"
+    return "Hello there"
+
+def bad(messages, ctx):
+    return "I do not know"
+"""
+
+SUITE = """\
+targets: [good, bad]
+cases:
+  - id: capital
+    name: Capital of France
+    input: What is the capital of France?
+    assertions: [{type: contains, value: Paris}]
+  - id: weather
+    input: What's the weather in Paris?
+    assertions: [{type: tool_called, name: get_weather}]
+  - id: greeting
+    input: Hi
+    assertions: [{type: snapshot}]
+  - id: expense
+    simulator: {type: scripted, turns: [I want to submit an expense]}
+    checkpoints:
+      - id: ask_type
+        assertion: {type: contains, value: type}
+"""
+
+
+def _run(project: Path, broken: bool, *flags: str) -> dict:
+    """Run the suite (recorded in the project's history, as every run is); its history row."""
+    env = {**os.environ, "BROKEN": "1" if broken else "0"}
+    proc = run_cli(["suite.yaml", *flags], project, env)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    history = History.open(project, {})
+    try:
+        return history.runs(1)[0]
+    finally:
+        history.close()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> dict[str, str | Path]:
+    root = tmp_path_factory.mktemp("viewer")
+    (root / "specrun.yaml").write_text("timeout: 10s\n")
+    for name in ("good", "bad"):
+        (root / name).mkdir()
+        (root / name / f"viewer_{name}.py").write_text(BOTS)
+        (root / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:viewer_{name}:{name}\n")
+    (root / "suite.yaml").write_text(SUITE)
+    first = _run(root, False, "-n", "good", "--update-snapshots")
+    second = _run(root, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
+    third = _run(root, False, "-n", "good")  # capital passes again: passed, failed, passed is flaky
+    return {
+        "root": root,
+        "first": first["id"],
+        "second": second["id"],
+        "when": [third["started_at"], second["started_at"], first["started_at"]],
+    }
+
+
+@pytest.fixture(scope="module")
+def server(project) -> Iterator[str]:
+    proc = subprocess.Popen(
+        [SPECRUN, "view", "--port", "0"],
+        cwd=project["root"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line + proc.stderr.read()  # type: ignore[union-attr]
+        yield line.rstrip("/")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def get(url: str, headers: dict[str, str] | None = None, data: bytes | None = None) -> tuple[int, str, dict]:
+    req = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read().decode(), dict(resp.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+async def test_runs_page_lists_recorded_runs_newest_first(chromium, server, project, tmp_path):
+    async with browser(chromium, tmp_path / "profile") as page:
+        await page.open(server + "/")
+        rows = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[0].textContent)")
+        assert rows == [when(t) for t in project["when"]]  # newest first
+        agents = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[1].textContent)")
+        assert agents == ["good", "bad, good", "good"]
+        await page.js("document.querySelector('[data-filter-list=runs] input').value = 'bad'")
+        await page.js("document.querySelector('[data-filter-list=runs] input').dispatchEvent(new Event('input'))")
+        assert await page.js("[...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden).length") == 1
+
+
+async def test_run_page_shows_failures_first_and_opens_a_transcript(chromium, server, project, tmp_path):
+    async with browser(chromium, tmp_path / "profile") as page:
+        await page.open(f"{server}/run?id={project['second']}")
+        statuses = await page.js("[...document.querySelectorAll('#cases .case')].map(e => e.dataset.status)")
+        assert statuses[0] == "failed" and "passed" in statuses
+        assert statuses == sorted(statuses, key=["failed", "error", "passed", "skipped"].index)
+        first = "document.querySelector('#cases .case')"
+        assert await page.js(f"{first}.querySelector('.cid').textContent") == "capital"
+        assert not await page.js(f"{first}.querySelector('h4').checkVisibility()")
+        await page.js(f"{first}.querySelector('summary').click()")
+        await asyncio.sleep(0.2)
+        assert await page.js(f"{first}.open")
+        text = await page.js(f"{first}.innerText")
+        assert "What is the capital of France?" in text and "Lyon" in text  # input and output
+        assert "contains" in text and "Paris" in text  # the assertion: expected vs actual
+        # filters: only the passed cases, then a search
+        await page.js("document.querySelector('button[data-status-filter=passed]').click()")
+        shown = await page.js(
+            "[...document.querySelectorAll('#cases .case')].filter(e => !e.hidden).map(e => e.dataset.status)"
+        )
+        assert shown and set(shown) == {"passed"}
+        # a dynamic case shows its turns and the checkpoint it reached; a tool call its arguments and result
+        whole = await page.js("document.querySelector('#cases').textContent")
+        assert "Turn 1" in whole and "checkpoint ask_type reached" in whole
+        assert "get_weather" in whole and '"city": "Paris"' in whole and '"temp": 21' in whole
+
+
+async def test_comparison_shows_a_regression(chromium, server, project, tmp_path):
+    async with browser(chromium, tmp_path / "profile") as page:
+        await page.open(f"{server}/compare?a={project['first']}&b={project['second']}")
+        newly = await page.js("document.querySelector('#newly-failing').innerText")
+        assert "capital" in newly and "@good" in newly
+        assert "Paris is the capital of France" in newly and "Lyon" in newly  # outputs side by side
+        assert "capital" in await page.js("document.querySelector('#slower').innerText")
+        assert "capital" in await page.js("document.querySelector('#flaky').innerText")  # passed, failed, passed
+        assert "greeting" not in await page.js("document.querySelector('#flaky').innerText")
+
+
+async def test_hostile_agent_output_executes_nothing(chromium, server, project, tmp_path):
+    async with browser(chromium, tmp_path / "profile") as page:
+        for path in (f"/run?id={project['second']}", f"/compare?a={project['first']}&b={project['second']}"):
+            await page.open(server + path)
+            await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")
+            await asyncio.sleep(0.3)
+            assert await page.js("window.__pwned") is None
+            assert await page.js("document.querySelectorAll('main img, main script').length") == 0
+            assert "<script>window.__pwned=1</script>" in await page.js("document.querySelector('main').textContent")
+
+
+async def test_run_matrix_shows_two_agents(chromium, server, project, tmp_path):
+    async with browser(chromium, tmp_path / "profile") as page:
+        await page.open(f"{server}/run?id={project['second']}")
+        head = await page.js("[...document.querySelectorAll('#matrix thead th')].map(t => t.textContent)")
+        assert head == ["Case", "bad", "good"]
+        rows = await page.js("[...document.querySelectorAll('#matrix tbody tr')].map(r => r.innerText)")
+        capital = next(r for r in rows if r.startswith("capital"))
+        assert "failed" in capital
+        rate = next(r for r in rows if r.startswith("Pass rate"))
+        assert rate.split("\t")[1:] == ["0.0%", "75.0%"]  # bad passes nothing; good all but capital
+
+
+def test_case_page_timeline_and_output_changes(server, project):
+    status, body, _ = get(f"{server}/case?suite=suite.yaml&id=capital&agent=good")  # suites: from the project root
+    assert status == 200
+    ticks = re.findall(r'class="tick s-(\w+)"', body)
+    assert ticks == ["passed", "failed", "passed"]  # oldest to newest
+    assert 'id="flaky"' in body and "flipped 2 times" in body
+    assert "Output changes (2)" in body
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in body and "<script>window" not in body
+
+
+def test_security_headers_host_check_and_read_only(server, project):
+    status, _, headers = get(server + "/")
+    assert status == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
+    port = server.rsplit(":", 1)[1]
+    assert get(server + "/", {"Host": f"evil.example:{port}"})[0] == 421  # DNS rebinding
+    assert get(server + "/run?id=" + str(project["first"]), data=b"x=1")[0] == 405  # pages are GET only
+
+
+def test_approve_needs_the_token_and_rewrites_the_snapshot(server, project):
+    root: Path = project["root"]  # type: ignore[assignment]
+    snap = root / "__snapshots__" / "suite.yaml" / "greeting.txt"
+    assert snap.read_text() == "Hello there"
+    _, page, _ = get(f"{server}/run?id={project['second']}")
+    forms = re.findall(r'<form class="approve".*?</form>', page)
+    assert len(forms) == 1  # bad's greeting differs from the approved output
+    fields = dict(re.findall(r'name="(\w+)" value="([^"]*)"', forms[0]))
+    assert fields["agent"] == "bad" and fields["case"] == "greeting"
+    forged = urllib.parse.urlencode({**fields, "token": "guess"}).encode()
+    assert get(server + "/approve", data=forged)[0] == 403
+    assert snap.read_text() == "Hello there"
+    cross = urllib.parse.urlencode(fields).encode()
+    assert get(server + "/approve", {"Origin": "http://evil.example"}, cross)[0] == 403
+    status, body, _ = get(server + "/approve", data=cross)  # follows the redirect to the run page
+    assert status == 200 and "Approved: greeting" in body
+    assert snap.read_text() == "I do not know"
+
+
+def test_view_without_history_is_a_usage_error(tmp_path):
+    (tmp_path / "specrun.yaml").write_text("{}\n")
+    proc = run_cli(["view", "--port", "0"], tmp_path)
+    assert proc.returncode == 2
+    assert "no run history at" in proc.stderr and "history.db" in proc.stderr
+    (tmp_path / "specrun.yaml").write_text("history: false\n")
+    proc = run_cli(["view", "--port", "0"], tmp_path)
+    assert proc.returncode == 2 and "history is off" in proc.stderr
+
+
+def test_view_help_lists_its_options():
+    proc = run_cli(["view", "--help"], Path.cwd())
+    assert proc.returncode == 0 and "--port" in proc.stdout and "--host" in proc.stdout
+    assert json.dumps("127.0.0.1")[1:-1] in proc.stdout
+
+
+def test_a_long_run_lists_its_first_cases_then_all_on_request(project, monkeypatch):
+    from specrun.viewer import pages
+    from specrun.viewer.store import Store
+
+    monkeypatch.setattr(pages, "MAX_CASES", 3)
+    history = History.open(project["root"], {})  # type: ignore[arg-type]
+    try:
+        first = pages.run_page(Store(history), str(project["second"]), None)
+        every = pages.run_page(Store(history), str(project["second"]), None, every=True)
+    finally:
+        history.close()
+    assert first is not None and every is not None
+    assert first.count('<details class="case ') == 3 and "The first 3 of 8 cases" in first and "all=1" in first
+    assert every.count('<details class="case ') == 8 and "Show all" not in every
