@@ -17,6 +17,10 @@ from support.cli import SPECRUN, run_cli
 from support.llm_server import LLMServer
 from test_merge import without_timing
 
+# Last: a Ray cluster and its workers take the machine's cores for a minute, which would starve
+# the timing tests of the other pytest-xdist worker.
+pytestmark = pytest.mark.order("last")
+
 AGENT = """
 import json, os, time
 
@@ -95,20 +99,21 @@ def env(root: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "HOOK_LOG": str(root / "hooks.log"), "PROJECT_ROOT": str(root), **extra}
 
 
-def hook_events(root: Path) -> list[list]:
-    return sorted(json.loads(line) for line in (root / "hooks.log").read_text().splitlines())
+def hook_events(log: Path) -> list[list]:
+    return sorted(json.loads(line) for line in log.read_text().splitlines())
 
 
 def test_same_verdicts_and_reports_as_a_local_run(tmp_path, cluster):
+    root = project(tmp_path / "p", CASES)
     reports = {}
-    for executor in ("local", "ray"):
-        root = project(tmp_path / executor, CASES)
-        outs = [f"out.{ext}" for ext in ("json", "jsonl", "xml", "md")]
-        args = ["suite.jsonl", "--runs", "2", "--parallel", "2", *(a for o in outs for a in ("-o", o))]
-        done = run_cli([*args, "--executor", executor], cwd=root, env=env(root))
+    for executor in ("local", "ray"):  # one project, so that every path in the reports is the same
+        outs = [f"{executor}.{ext}" for ext in ("json", "jsonl", "xml", "md")]
+        args = ["suite.jsonl", "--runs", "2", "--parallel", "2", "--no-history", *(a for o in outs for a in ("-o", o))]
+        log = root / f"hooks-{executor}.log"
+        done = run_cli([*args, "--executor", executor], cwd=root, env=env(root, HOOK_LOG=str(log)))
         assert done.returncode == 1, done.stdout + done.stderr
-        reports[executor] = (root, json.loads((root / "out.json").read_text()), hook_events(root), done.stdout)
-    (local_root, local, local_hooks, _), (ray_root, remote, ray_hooks, ray_out) = reports.values()
+        reports[executor] = (json.loads((root / f"{executor}.json").read_text()), hook_events(log), done.stdout)
+    (local, local_hooks, _), (remote, ray_hooks, ray_out) = reports.values()
     assert without_timing(remote["results"]) == without_timing(local["results"])
     assert without_timing(remote["summary"]) == without_timing(local["summary"])
     error = {r["id"]: r["run_details"][0]["error"] for r in remote["results"]}
@@ -119,8 +124,10 @@ def test_same_verdicts_and_reports_as_a_local_run(tmp_path, cluster):
     assert (by_id["flaky"]["pass_rate"], by_id["skipped"]["status"]) == (50.0, "skipped")
     assert ray_hooks == local_hooks  # every case hook ran on the workers, with its data
     assert ["after", "ok", "passed", {"token": "ok"}] in ray_hooks
-    for name in ("out.jsonl", "out.md"):  # the stream and the text reports, line for line but the timings
-        assert len((ray_root / name).read_text().splitlines()) == len((local_root / name).read_text().splitlines())
+    for ext in ("jsonl", "md"):  # the stream and the text reports, line for line but the timings
+        assert len((root / f"ray.{ext}").read_text().splitlines()) == len(
+            (root / f"local.{ext}").read_text().splitlines()
+        )
     assert "Parallel: 2" in ray_out and "agent error: RuntimeError: boom" in ray_out
 
 
@@ -206,7 +213,10 @@ def test_ctrl_c_cancels_the_remote_cases_and_still_reports(tmp_path, cluster):
     assert all(r["status"] == "error" and r["error"] == "interrupted" for r in results)
     assert lines[-1]["interrupted"] is True
     assert json.loads((root / "out.json").read_text())["metadata"]["interrupted"] is True
-    assert sorted(e[:2] for e in hook_events(root)) == [["after", "slow0"], ["after", "slow1"]]  # ran remotely
+    assert sorted(e[:2] for e in hook_events(root / "hooks.log")) == [
+        ["after", "slow0"],
+        ["after", "slow1"],
+    ]  # ran remotely
 
 
 def test_unknown_executor_and_bad_options_are_exit_2(tmp_path):
