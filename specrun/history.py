@@ -6,15 +6,17 @@ Runs are written into it as their results stream (see :mod:`specrun.recording`);
 owns the file, its schema and the readers: ``specrun history``, ``--lf``/``--ff``, flaky marks,
 and other tools (the viewer, shards) through :class:`History`.
 
-Two tables, ``runs`` and ``cases`` (see ``_SCHEMA``), in WAL mode with a busy timeout, so that
-runs in one project at once never corrupt it and readers never wait for a writer. The format
-is ``PRAGMA user_version``: a database written by a newer specrun, or a file that is not a
-specrun history at all, is a :class:`HistoryError` saying what to do, never a traceback.
+Tables ``runs`` and ``cases`` (see ``_SCHEMA``), and ``case_state``: each case's latest
+verdicts, kept up to date as results are added, so that what a run reads at its start (flaky
+cases, ``--lf``, durations) costs the same however long the history is. WAL mode and a busy
+timeout: runs in one project at once never corrupt it and readers never wait for a writer. The
+format is ``PRAGMA user_version``: a database written by a newer specrun, or a file that is not
+a specrun history at all, is a :class:`HistoryError` saying what to do, never a traceback.
 
-**Flaky.** A case is flaky when, among its results in the latest ``flaky_window`` runs (default
-10) that ran it against the same agent with its current content (an edited case starts afresh),
-at least one passed and at least one failed or errored. Skipped results and results of an
-interrupted case do not count.
+**Flaky.** A case is flaky when, among its latest ``flaky_window`` results (default 10) against
+the same agent since its content last changed (an edited case starts afresh), at least one
+passed and at least one failed or errored. Skipped results and cases cut short by Ctrl-C do
+not count.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
-DEFAULT_KEEP = 200  # runs kept; older ones are dropped at the end of a run
+DEFAULT_KEEP = 100  # runs kept; older ones are dropped at the end of a run
 FORMAT = 1  # PRAGMA user_version of the schema below
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another run's (each holds the lock for microseconds)
 
@@ -48,6 +50,9 @@ CREATE TABLE IF NOT EXISTS cases(
     run_id TEXT, case_id TEXT, run_index INT, agent TEXT, suite TEXT, line INT, status TEXT,
     duration_ms REAL, tokens INT, cost REAL, error TEXT, cached INT, fingerprint TEXT,
     content_hash TEXT, result TEXT);
+CREATE TABLE IF NOT EXISTS case_state(
+    suite TEXT, case_id TEXT, agent TEXT, content_hash TEXT, verdicts TEXT, last_run TEXT,
+    last_failed INT, duration_ms REAL, PRIMARY KEY (suite, case_id, agent));
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
 CREATE INDEX IF NOT EXISTS cases_by_run ON cases(run_id);
 CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, agent);
@@ -55,13 +60,21 @@ CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, agent);
 
 _JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result")
 # A verdict that says something about the agent: skips do not, nor a case cut short by Ctrl-C.
-_VERDICT = "c.status IN ('passed', 'failed', 'error') AND COALESCE(c.error, '') != 'interrupted'"
-# Each (suite, case, agent)'s results, newest run first; ``age`` 1 is its latest run.
-_RANKED = f"""
-SELECT c.suite, c.case_id, c.agent, c.status, c.content_hash, c.run_id, r.started_at,
-       dense_rank() OVER (PARTITION BY c.suite, c.case_id, c.agent ORDER BY r.started_at DESC, r.id DESC) AS age
-FROM cases c JOIN runs r ON r.id = c.run_id
-WHERE {_VERDICT} {{where}}
+_LETTERS = {"passed": "P", "failed": "F", "error": "E"}
+_STATUS = {letter: status for status, letter in _LETTERS.items()}
+_KEPT_VERDICTS = 100  # letters of case_state.verdicts, newest first: the longest --window
+# ``verdicts`` and ``duration_ms`` carry on while the content is the same; ``last_failed`` says
+# whether any result of the case's latest run failed or errored. SET reads the row's old values.
+_UPDATE_STATE = f"""
+INSERT INTO case_state VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (suite, case_id, agent) DO UPDATE SET
+    verdicts = substr(
+        excluded.verdicts || iif(content_hash = excluded.content_hash, verdicts, ''), 1, {_KEPT_VERDICTS}
+    ),
+    content_hash = excluded.content_hash,
+    last_failed = iif(last_run = excluded.last_run, max(last_failed, excluded.last_failed), excluded.last_failed),
+    last_run = excluded.last_run,
+    duration_ms = (duration_ms + excluded.duration_ms) / 2
 """
 
 
@@ -86,7 +99,6 @@ class Flaky:
     failed: int  # failed or errored
     flips: int  # changes between passed and not passed, oldest to newest
     last: str  # its latest status
-    runs: int  # runs in the window
 
 
 @dataclass(frozen=True)
@@ -152,12 +164,15 @@ class History:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if path.parent.name == ".specrun":
                     (path.parent / ".gitignore").write_text("# written by specrun\n*\n", "utf-8")
-            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open the run history {path}: {exc}{_FIX}") from None
         try:
             _prepare(db, path)
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:  # locked past the timeout, a read-only folder
+            db.close()
+            raise HistoryError(f"cannot open the run history {path}: {exc}{_FIX}") from None
+        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
             db.close()
             raise HistoryError(f"{path} is not a readable specrun history ({exc}){_MOVE}") from None
         except HistoryError:
@@ -183,7 +198,8 @@ class History:
             row = dict(zip(names, values, strict=True))
             for column in _JSON_COLUMNS:
                 if isinstance(row.get(column), str):
-                    row[column] = json.loads(row[column])
+                    with contextlib.suppress(ValueError):  # written by hand: left as text
+                        row[column] = json.loads(row[column])
             rows.append(row)
         return rows
 
@@ -214,9 +230,15 @@ class History:
         self._transaction((f"INSERT INTO runs({columns}) VALUES ({marks})", list(row.values())))
 
     def add_cases(self, rows: list[tuple[Any, ...]]) -> None:
-        """Add case results (``rows``: every column of ``cases``, in order)."""
+        """Add case results (``rows``: every column of ``cases``, in order), and update ``case_state``."""
+        states = [
+            (suite, case_id, agent, content, _LETTERS[status], run_id, int(status != "passed"), duration)
+            for run_id, case_id, _, agent, suite, _, status, duration, _, _, error, _, _, content, _ in rows
+            if status in _LETTERS and error != "interrupted"
+        ]
         with self._transact():
             self.db.executemany(f"INSERT INTO cases VALUES ({', '.join('?' * 15)})", rows)
+            self.db.executemany(_UPDATE_STATE, states)
 
     def end_run(self, run_id: str, totals: Mapping[str, Any]) -> None:
         """Write a run's totals (columns of ``runs``) and drop the runs beyond the ``keep`` newest."""
@@ -248,7 +270,7 @@ class History:
         """``case_id``'s results across runs, newest first, with each run's start and commit."""
         return self._rows(
             "SELECT c.run_id, r.started_at, r.git_commit, c.run_index, c.agent, c.suite, c.line, c.status,"
-            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash"
+            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash, c.result"
             " FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
             " ORDER BY r.started_at DESC, r.id DESC, c.run_index DESC LIMIT ?",
             [case_id, limit],
@@ -256,47 +278,38 @@ class History:
 
     def flaky(self, window: int | None = None, case_ids: Iterable[str] | None = None) -> list[Flaky]:
         """The flaky cases (see the module docstring), most flips first; only those of
-        ``case_ids`` when given. ``window``: runs per case looked at (default: the setting)."""
-        window = window or self.settings.flaky_window
-        where, params = _among(case_ids)
+        ``case_ids`` when given. ``window``: latest results per case looked at (default: the setting)."""
+        window = min(window or self.settings.flaky_window, _KEPT_VERDICTS)
+        where, params = _among(case_ids, "case_id")
         rows = self._query(
-            f"SELECT suite, case_id, agent, status, content_hash FROM ({_RANKED.format(where=where)})"
-            " WHERE age <= ? ORDER BY age DESC",
-            [*params, window],
+            f"SELECT suite, case_id, agent, substr(verdicts, 1, ?) AS recent FROM case_state"
+            f" WHERE instr(recent, 'P') AND (instr(recent, 'F') OR instr(recent, 'E')) {where}",
+            [window, *params],
         ).fetchall()
-        seen: dict[CaseKey, list[tuple[str, str]]] = {}
-        for suite, case_id, agent, status, content in rows:  # oldest first
-            seen.setdefault(CaseKey(suite, case_id, agent), []).append((status, content))
         found = []
-        for key, results in seen.items():
-            current = results[-1][1]
-            verdicts = [status == "passed" for status, content in results if content == current]
+        for suite, case_id, agent, recent in rows:
+            verdicts = [letter == "P" for letter in reversed(recent)]  # oldest first
+            flips = sum(a != b for a, b in itertools.pairwise(verdicts))
             passed = sum(verdicts)
-            if 0 < passed < len(verdicts):
-                flips = sum(a != b for a, b in itertools.pairwise(verdicts))
-                found.append(Flaky(key, passed, len(verdicts) - passed, flips, results[-1][0], len(verdicts)))
+            found.append(
+                Flaky(CaseKey(suite, case_id, agent), passed, len(verdicts) - passed, flips, _STATUS[recent[0]])
+            )
         return sorted(found, key=lambda f: (-f.flips, f.key))
 
     def last_failed(self, suites: Iterable[str]) -> set[CaseKey]:
-        """The cases of ``suites`` (suite keys) whose latest recorded run failed or errored in it."""
-        names = list(suites)
-        marks = ",".join("?" * len(names))
+        """The cases of ``suites`` (suite keys) that failed or errored in their latest recorded run."""
         rows = self._query(
-            f"SELECT DISTINCT suite, case_id, agent FROM ({_RANKED.format(where=f'AND c.suite IN ({marks})')})"
-            " WHERE age = 1 AND status != 'passed'",
-            names,
-        ).fetchall()
+            "SELECT suite, case_id, agent FROM case_state WHERE last_failed"
+            " AND suite IN (SELECT value FROM json_each(?))",
+            [json.dumps(sorted(set(suites)))],
+        )
         return {CaseKey(*row) for row in rows}
 
     def durations(self, case_ids: Iterable[str]) -> dict[str, float]:
-        """Each case's mean duration (ms) over its latest 5 results; cases never run are absent."""
+        """Each case's recent duration in ms (a moving average of its latest results); cases
+        never run are absent."""
         where, params = _among(case_ids, "case_id")
-        rows = self._query(
-            "SELECT case_id, avg(duration_ms) FROM (SELECT case_id, duration_ms, row_number() OVER"
-            " (PARTITION BY case_id ORDER BY rowid DESC) AS n FROM cases"
-            f" WHERE status != 'skipped' {where}) WHERE n <= 5 GROUP BY case_id",
-            params,
-        ).fetchall()
+        rows = self._query(f"SELECT case_id, avg(duration_ms) FROM case_state WHERE 1 {where} GROUP BY case_id", params)
         return {case_id: float(ms) for case_id, ms in rows}
 
 
@@ -308,7 +321,7 @@ def _prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _among(case_ids: Iterable[str] | None, column: str = "c.case_id") -> tuple[str, list[str]]:
+def _among(case_ids: Iterable[str] | None, column: str) -> tuple[str, list[str]]:
     """A condition keeping the rows of ``case_ids`` (all rows when None), and its parameter."""
     if case_ids is None:
         return "", []

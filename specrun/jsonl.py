@@ -10,12 +10,14 @@ bracket so that its inner lines are not reported as more broken values.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import re
 from pathlib import Path
 
 from .documents import (
     MAX_DEPTH,
+    MAX_INT_DIGITS,
     Document,
     DocumentError,
     PastLimit,
@@ -88,9 +90,7 @@ class _Spread:
         kept = ["" if line.lstrip().startswith("//") else line for line in lines]
         self.lines = kept  # a comment line inside a value is blank here
         self.text = "\n".join(kept)
-        self.starts = [0]
-        for line in kept[:-1]:
-            self.starts.append(self.starts[-1] + len(line) + 1)
+        self.starts = [0, *itertools.accumulate(len(line) + 1 for line in kept[:-1])]
 
     def read(self, number: int, first: json.JSONDecodeError, broken: list[Problem]) -> tuple[Record | None, int]:
         """The value that starts on line ``number`` (``first``: why that line alone is not
@@ -134,7 +134,9 @@ class _Spread:
             last = min(index + span, len(self.lines))
             window = self.text[start : self.starts[last] - 1 if last < len(self.lines) else len(self.text)]
             try:
-                data, end = _DECODER.raw_decode(window)
+                data, end = _PLAIN.raw_decode(window)
+                if end > MAX_INT_DIGITS and _LONG_DIGITS.search(window, 0, end):  # maybe a too long integer
+                    _BOUNDED.raw_decode(window[:end])
                 break
             except json.JSONDecodeError as exc:
                 if last < len(self.lines) and exc.pos >= len(window.rstrip()):
@@ -193,5 +195,8 @@ _WINDOW = 64  # lines a value spread over lines is first read from
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]')
 
 # A value spread over lines is read with the same limits as a one-line value: integers of at
-# most MAX_INT_DIGITS digits (the hook), nesting checked after reading.
-_DECODER = json.JSONDecoder(parse_int=parse_int)
+# most MAX_INT_DIGITS digits (the hook, run again on a value long enough to hold one), nesting
+# checked after reading.
+_PLAIN = json.JSONDecoder()
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+_BOUNDED = json.JSONDecoder(parse_int=parse_int)

@@ -28,8 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Usage
-
 JUDGE_THRESHOLD = 0.5
 _MAX_REPLY = 50_000  # characters of a judge reply that are searched for a verdict
 
@@ -63,7 +61,6 @@ class JudgeReply:
     passed: bool | None
     score: float | None
     reason: str = ""
-    usage: Usage | None = None
     threshold: float = JUDGE_THRESHOLD
 
     @property

@@ -55,6 +55,8 @@ class Verdict:
     actual: Any = None
     score: float | None = None
     details: dict[str, Any] | None = None
+    usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
+    error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
 
 
 def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:

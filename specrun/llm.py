@@ -1,6 +1,9 @@
-"""The one place that calls model providers (through litellm): retries, cache, cost.
+"""The one place that calls model providers: retries, cache, cost.
 
-litellm is imported lazily (:mod:`specrun.providers`); the runner waits for it
+Every backend is reached through litellm, except that a call litellm would pass unchanged to an
+OpenAI-compatible backend goes the direct route (:mod:`specrun.direct`), with the same request,
+usage, cost and errors for a fraction of the CPU. litellm is imported lazily
+(:mod:`specrun.providers`) and only when a call needs it; the runner waits for it
 (:meth:`ModelClient.ready`) before a model-backed case's clock starts.
 
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
@@ -15,19 +18,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .completions import Completion, from_entry, from_json, from_litellm
+from .direct import DirectClient, route
 from .errors import EvaluationError
 from .limiter import Limiters
-from .model import Message, ToolCall, Usage
+from .model import Message, Usage
 from .model_cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .providers import (
     close_loop_clients,
@@ -37,11 +40,11 @@ from .providers import (
     imported,
     load_litellm,
     preload,
-    response_usage,
     retryable,
 )
 from .redact import redact, register
-from .wire import openai_messages, parse_tool_call
+from .services import Parsed
+from .wire import openai_messages
 
 logger = logging.getLogger("specrun.llm")
 
@@ -55,35 +58,6 @@ T = TypeVar("T")
 # -- results ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Completion:
-    """One model answer. ``usage`` is None for a cache hit (nothing was spent)."""
-
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage | None = None
-    raw: Any = None  # litellm's ModelResponse, or the cache entry (a dict) on a hit
-    cached: bool = False
-    model: str = ""
-    finish_reason: str | None = None
-    attempts: int = 1
-    key: str | None = None  # the cache key, when the call was cacheable
-
-    def assistant_message(self) -> dict[str, Any]:
-        """This answer as an OpenAI assistant message, to append to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": t.id or f"call_{i}",
-                    "type": "function",
-                    "function": {"name": t.name, "arguments": json.dumps(t.arguments)},
-                }
-                for i, t in enumerate(self.tool_calls)
-            ]
-        return message
-
-
 class ModelError(EvaluationError):
     """A model call failed for good (after retries); the message never holds an API key."""
 
@@ -91,27 +65,6 @@ class ModelError(EvaluationError):
         super().__init__(message)
         self.status = status
         self.attempts = attempts
-
-
-# -- the disk cache ---------------------------------------------------------------------------
-
-
-def _from_entry(entry: Mapping[str, Any] | None, model: str, key: str) -> Completion | None:
-    """The cached answer, or None (a miss) for an entry of any other shape."""
-    if entry is None:
-        return None
-    text, calls, finish = entry.get("text"), entry.get("tool_calls") or [], entry.get("finish_reason")
-    if not isinstance(text, str) or not isinstance(calls, list) or not isinstance(finish, str | None):
-        return None
-    tool_calls = []
-    for call in calls:
-        if not isinstance(call, dict):
-            return None
-        name, arguments, call_id = call.get("name"), call.get("arguments") or {}, call.get("id")
-        if not (isinstance(name, str) and isinstance(arguments, dict) and isinstance(call_id, str | None)):
-            return None
-        tool_calls.append(ToolCall(name, arguments, id=call_id))
-    return Completion(text, tool_calls, raw=entry, cached=True, model=model, finish_reason=finish, attempts=0, key=key)
 
 
 # -- the client -------------------------------------------------------------------------------
@@ -157,6 +110,8 @@ class ModelClient:
         self.retried = 0
         self.limiters = Limiters()  # per model: 429s halve the calls in flight to it
         self.endpoint = endpoint_settings()
+        self.direct = DirectClient()
+        self._wants_litellm: bool | None = None  # known from preload(), else from the client's models
         self._loading: asyncio.Future[Any] | None = None
         self._in_flight: SingleFlight[Completion] = SingleFlight()
 
@@ -189,18 +144,35 @@ class ModelClient:
             )
         return chosen
 
-    def preload(self) -> None:
-        """Start importing litellm in the background; see :func:`preload`."""
-        preload()
+    def needs_litellm(self, uses: Iterable[tuple[str | None, Mapping[str, Any] | None]] = ()) -> bool:
+        """Whether a call of this run may go through litellm rather than the direct route: a
+        call to the client's own models, or one of ``uses``, the ``(model, params)`` that the
+        run's suites and agents name (model None: the client's; params None: the client's)."""
+        fallback = self.default_model or os.environ.get(MODEL_ENV)
+        own = [m for p in ("judge", "simulator") if (m := self.models.get(p) or fallback)]
+        calls: list[tuple[str, Mapping[str, Any]]] = [(m, self.params) for m in own]
+        for model, params in uses:
+            calls += [(m, self.params if params is None else params) for m in ([model] if model else own)]
+        return any(route(m, [], p) is None for m, p in calls)
+
+    def preload(self, uses: Iterable[tuple[str | None, Mapping[str, Any] | None]] = ()) -> None:
+        """Start importing litellm in the background (:func:`preload`) if a call of this run may
+        need it (:meth:`needs_litellm`). Each call adds to what the run needs."""
+        self._wants_litellm = bool(self._wants_litellm) or self.needs_litellm(uses)
+        if self._wants_litellm:
+            preload()
 
     async def ready(self) -> None:
         """Return once litellm is imported, or failed to import (importing it off the event
-        loop if nobody has); the first model call then reports the failure as its own.
+        loop if nobody has), when a call of this run may need it; the first model call then
+        reports a failure as its own.
 
         The runner awaits this before it starts the clock of a case that calls a model, so that
         the import never counts against a case's timeout or duration.
         """
-        if not imported():
+        if self._wants_litellm is None:
+            self._wants_litellm = self.needs_litellm()
+        if self._wants_litellm and not imported():
             if self._loading is None:  # one import wait for all the cases, not a thread each
                 self._loading = asyncio.ensure_future(load_litellm())
             with contextlib.suppress(Exception):
@@ -264,7 +236,7 @@ class ModelClient:
             "run": run,
         }
         key = self.cache.key(material)
-        answer = _from_entry(self.cache.get(key), chosen, key)
+        answer = from_entry(self.cache.get(key), chosen, key)
         if answer is not None:
             self.cache_hits += 1
         else:
@@ -296,25 +268,21 @@ class ModelClient:
         secrets: list[str],
         key: str | None,
     ) -> Completion:
-        litellm = await load_litellm()
-        if json_mode and _supports_json(litellm, chosen):
+        direct = route(chosen, chat, kwargs)  # None: through litellm
+        litellm = None if direct is not None else await load_litellm()
+        if json_mode and (litellm is None or _supports_json(litellm, chosen)):
             kwargs["response_format"] = {"type": "json_object"}
-        response, attempts = await self._call(litellm, chosen, chat, kwargs, purpose, secrets)
-        choice = response.choices[0]
-        usage = response_usage(litellm, response)
-        completion = Completion(
-            text=choice.message.content or "",
-            tool_calls=[
-                parse_tool_call(c.function.name, c.function.arguments or "{}", c.id, strict=False)
-                for c in getattr(choice.message, "tool_calls", None) or []
-            ],
-            usage=usage,
-            raw=response,
-            model=chosen,
-            finish_reason=getattr(choice, "finish_reason", None),
-            attempts=attempts,
-            key=key,
-        )
+
+        def send(params: dict[str, Any]) -> Awaitable[Any]:
+            if direct is not None:
+                return self.direct.send(direct, chat, params)
+            assert litellm is not None
+            return litellm.acompletion(model=chosen, messages=chat, **params)
+
+        response, attempts = await self._call(send, chosen, kwargs, purpose, secrets)
+        completion = from_json(response, direct.model) if direct is not None else from_litellm(litellm, response)
+        usage = completion.usage or Usage()
+        completion.model, completion.attempts, completion.key = chosen, attempts, key
         self.calls += 1
         self.usage.add(usage)
         if key is not None and self.cache is not None:
@@ -334,9 +302,8 @@ class ModelClient:
 
     async def _call(
         self,
-        litellm: Any,
+        send: Callable[[dict[str, Any]], Awaitable[Any]],
         model: str,
-        chat: list[dict[str, Any]],
         kwargs: dict[str, Any],
         purpose: str,
         secrets: list[str],
@@ -352,9 +319,8 @@ class ModelClient:
             try:
                 async with self.limiters.get(model).slot() as slot:
                     try:
-                        call = litellm.acompletion(model=model, messages=chat, **kwargs)
-                        # litellm honours `timeout`; the outer guard catches a stall it does not see.
-                        response = await asyncio.wait_for(call, timeout + 1)
+                        # Both routes honour `timeout`; the outer guard catches a stall they do not see.
+                        response = await asyncio.wait_for(send(kwargs), timeout + 1)
                     except Exception as exc:
                         slot.report(error_status(exc))
                         raise
@@ -367,7 +333,7 @@ class ModelClient:
                     kwargs.pop("response_format")
                     attempt -= 1
                     continue
-                if not retryable(litellm, exc) or attempt > self.retries:
+                if not retryable(exc) or attempt > self.retries:
                     detail = describe_error(exc, timeout)
                     tries = f" after {attempt} attempts" if attempt > 1 else ""
                     message = f"model call to {model} ({purpose}) failed{tries}: {detail}"
@@ -396,12 +362,12 @@ class ModelClient:
         *,
         reminder: str = "Reply with the JSON object only.",
         **kwargs: Any,
-    ) -> tuple[T, Usage]:
+    ) -> Parsed[T]:
         """Ask for JSON and ``parse`` the reply; an unusable reply is asked for once more.
 
         ``parse`` raises ``ValueError`` (its text is shown) for a reply it cannot use. A second
-        unusable reply is an ``EvaluationError`` quoting it: never a silent pass or fail.
-        Returns the parsed value and the usage of every call made.
+        unusable reply is the result's ``problem``, quoting it: never a silent pass or fail.
+        Either way the result carries the usage of every call made.
         """
         usage = Usage()
         history = list(messages)
@@ -412,7 +378,7 @@ class ModelClient:
             usage.add(completion.usage)
             text = completion.text
             try:
-                return parse(text), usage
+                return Parsed(parse(text), usage)
             except ValueError as exc:
                 problem = str(exc)
                 if completion.key is not None and self.cache is not None:
@@ -427,13 +393,12 @@ class ModelClient:
                     },
                 ]
         excerpt = " ".join(text.split())[:200]
-        error = EvaluationError(f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
-        error.usage = usage  # what the unusable replies cost
-        raise error
+        return Parsed(None, usage, f"the model's reply was unusable twice ({problem}); last reply: {excerpt!r}")
 
     async def aclose(self) -> None:
-        """Close litellm's pooled HTTP clients of this event loop, so that a finished run exits
-        (a later call in the loop opens new ones; see :func:`close_loop_clients`)."""
+        """Close the pooled HTTP clients of this event loop (the direct route's, litellm's), so that
+        a finished run exits (a later call in the loop opens new ones; see :func:`close_loop_clients`)."""
+        await self.direct.aclose()
         await close_loop_clients()
 
 

@@ -76,7 +76,8 @@ class Attempt:
 
 @dataclass
 class CompareResult:
-    """The outcome: passed, the best score, the stage that decided and every attempt."""
+    """The outcome: passed, the best score, the stage that decided and every attempt;
+    ``problem`` when the judge could not decide (its replies were unusable): no verdict."""
 
     passed: bool
     score: float
@@ -85,6 +86,7 @@ class CompareResult:
     threshold: float
     attempts: list[Attempt] = field(default_factory=list)
     usage: Usage | None = None
+    problem: str | None = None
 
     @property
     def reason(self) -> str:
@@ -111,11 +113,13 @@ class CompareResult:
 
 @dataclass
 class Judgement:
-    """What a judge says of one alternative: a score from 0 to 1, a reason, what it cost."""
+    """What a judge says of one alternative: a score from 0 to 1, a reason, what it cost;
+    ``problem`` instead of a score when it could not say."""
 
     score: float
     reason: str = ""
     usage: Usage | None = None
+    problem: str | None = None
 
 
 Judge = Callable[[str, str, "str | None"], Awaitable[Judgement]]
@@ -152,7 +156,7 @@ def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshol
     its replies are read by :func:`specrun.judging.parse_verdict` against ``threshold``."""
 
     async def judge(actual: str, expected: str, user_input: str | None) -> Judgement:
-        reply, usage = await client.complete_json(
+        parsed = await client.complete_json(
             judge_messages(actual, expected, user_input),
             lambda text: parse_verdict(text, threshold, require_score=True),
             reminder=REPLY_FORMAT,
@@ -161,8 +165,11 @@ def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshol
             run=run,
             version=PROMPT_VERSION,
         )
+        if parsed.problem is not None:
+            return Judgement(0.0, usage=parsed.usage, problem=parsed.problem)
+        reply = parsed.get()
         assert reply.score is not None
-        return Judgement(reply.score, reply.reason, usage)
+        return Judgement(reply.score, reply.reason, parsed.usage)
 
     return judge
 
@@ -204,7 +211,8 @@ async def compare(
     ``mode`` is ``score``, ``llm`` or ``fallback`` (the default: score first, then llm).
     ``judge`` is a :data:`Judge` callable or a ``ModelClient`` (then ``model`` and ``run``
     apply); it is needed only when the llm stage runs, else ``EvaluationError``. llm mode
-    stops at the first alternative that passes.
+    stops at the first alternative that passes, or at one the judge could not decide
+    (``problem``: the result is no verdict).
     """
     mode = mode or DEFAULT_MODE
     if mode not in MODES:
@@ -243,6 +251,10 @@ async def compare(
     for alternative in answers:
         verdict = await ask(actual, alternative, user_input)
         usage.add(verdict.usage)
+        if verdict.problem is not None:  # no verdict: the comparison is undecided, not failed
+            undecided = result(False, "llm", usage)
+            undecided.problem = verdict.problem
+            return undecided
         ok = verdict.score >= threshold
         attempts.append(Attempt("llm", alternative, verdict.score, ok, verdict.reason))
         if ok:

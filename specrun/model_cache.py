@@ -73,7 +73,7 @@ class DiskCache:
         path = self._path(key)
         try:
             private_folder(self.root)
-            with atomic_writer(path) as fh:
+            with atomic_writer(path, durable=False) as fh:  # run on the event loop: no fsync wait
                 json.dump({"format": CACHE_FORMAT, **entry}, fh, ensure_ascii=False, default=str)
         except OSError as exc:  # a read-only checkout must not fail the run
             logger.warning("cannot write model cache entry %s: %s", path, exc)

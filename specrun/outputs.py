@@ -147,11 +147,13 @@ class OutputLocks:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[IO[str]]:
+def atomic_writer(path: Path, *, durable: bool = True) -> Iterator[IO[str]]:
     """Write to a temporary file in the same folder, then rename it over ``path``.
 
     Readers see the old file or the whole new one, never half of it; on any exception the
-    temporary file is removed and ``path`` is left as it was. Nothing awaits inside the block:
+    temporary file is removed and ``path`` is left as it was. ``durable=False`` skips the
+    fsync, for files whose loss in a power cut costs nothing (a cache entry: a torn one is a
+    miss); an fsync can block for milliseconds on a busy disk. Nothing awaits inside the block:
     the runner handles signals between turns of the event loop, so even the second Ctrl-C
     (which exits at once) never lands in the middle of a write and leaves no temporary file.
     """
@@ -162,7 +164,8 @@ def atomic_writer(path: Path) -> Iterator[IO[str]]:
         with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as f:
             yield f
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         # mkstemp makes the file private; the file gets the mode of the one it replaces.
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
         os.chmod(tmp, mode)

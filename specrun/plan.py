@@ -21,7 +21,7 @@ from .plugins import Plugins
 from .problems import display_path
 from .project import Agent, Project
 from .runner import Job
-from .services import case_needs_model
+from .services import ModelUse, case_model_uses, case_needs_model
 
 
 @dataclass
@@ -42,6 +42,15 @@ class Plan:
         """True when a judge, an LLM simulator or a model-backed target will be called
         (``config``: the project's ``specrun.yaml``)."""
         return any(case_needs_model(case, agent, registry, config) for case, agent in self.pairs)
+
+    def model_uses(self, registry: Any) -> list[ModelUse]:
+        """The models (with their params) that the cases and agents name, each once, for
+        ``ModelClient.preload``."""
+        uses: dict[str, ModelUse] = {}
+        for case, agent in self.pairs:
+            for use in case_model_uses(case, agent, registry):
+                uses.setdefault(repr(use), use)
+        return list(uses.values())
 
 
 def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:

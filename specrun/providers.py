@@ -162,11 +162,11 @@ def error_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def retryable(litellm: Any, exc: BaseException) -> bool:
+def retryable(exc: BaseException) -> bool:
     """Whether a failed call is worth another try: timeouts, dropped connections, 408, 429, 5xx."""
     if isinstance(exc, TimeoutError):
         return True
-    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError):
+    if _litellm is not None and isinstance(exc, _litellm.Timeout | _litellm.APIConnectionError):
         return True
     status = error_status(exc)
     return status is not None and (status in (408, 429) or status >= 500)

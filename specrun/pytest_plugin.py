@@ -180,7 +180,7 @@ class SuiteFile(pytest.File):
             and not collect_only
             and plan.needs_model(state.plugins.registry, session.project.config)
         ):
-            session.models.preload()
+            session.models.preload(plan.model_uses(state.plugins.registry))
         several = Counter(id(case) for case, _ in plan.pairs)  # targets: a case against each agent
         for case, agent in plan.pairs:
             name = f"{case.id}[{agent.id}]" if several[id(case)] > 1 else case.id

@@ -20,6 +20,7 @@ from .model import (
     Usage,
     json_line,
 )
+from .redact import redact_json
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Result:
     flaky: bool = False  # the case is flaky in the run history (see specrun.history)
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
+    _public: str | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
@@ -124,6 +126,14 @@ class Result:
         """The record as one line of strict JSON (see ``seal``)."""
         self.seal()
         return self._line
+
+    @property
+    def public_line(self) -> str:
+        """``line`` with every secret masked (``redact_json``), as the stream and the run history
+        write it; masked once for both."""
+        if self._public is None:
+            self._public = redact_json(self.line)
+        return self._public
 
     def to_dict(self) -> dict[str, Any]:
         """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""

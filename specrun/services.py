@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from .errors import EvaluationError
 from .model import Case, Context, Message, Response, Usage
 
 if TYPE_CHECKING:
-    from .models import Completion
+    from .llm import Completion
     from .project import Agent
 
 T = TypeVar("T")
@@ -27,6 +27,40 @@ def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, 
     if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
         return True
     return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+
+
+ModelUse = tuple[str | None, Mapping[str, Any] | None]
+
+
+def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
+    """The ``(model, params)`` a case names beyond the run's own models (for
+    ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
+    a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
+    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
+        if isinstance(model := assertion.params.get("model"), str):
+            yield model, None
+    if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
+        yield model, None
+    if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
+        params = agent.target.get("params")
+        yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
+
+
+@dataclass
+class Parsed(Generic[T]):
+    """A reply asked for in a structure (``complete_json``, ``ask_agent``): the parsed ``value``,
+    or, when the second reply was unusable too, ``problem`` saying why (quoting it). ``usage``
+    is what every call cost, either way: an assertion puts it on its ``Verdict``."""
+
+    value: T | None
+    usage: Usage
+    problem: str | None = None
+
+    def get(self) -> T:
+        """The value; an ``EvaluationError`` saying why when there is none."""
+        if self.problem is not None:
+            raise EvaluationError(self.problem)
+        return cast(T, self.value)
 
 
 class Models(Protocol):
@@ -68,9 +102,9 @@ class Models(Protocol):
         purpose: str = "judge",
         run: int = 1,
         version: str = "",
-    ) -> tuple[T, Usage]:
+    ) -> Parsed[T]:
         """Ask for JSON and ``parse`` it (``parse`` raises ``ValueError`` on a reply it cannot use,
-        which is asked for once more); returns the parsed value and the usage of every call."""
+        which is asked for once more); the parsed value, or the problem, and every call's usage."""
         ...
 
 
@@ -99,11 +133,12 @@ class Services:
         parse: Callable[[Any], T],
         reminder: str,
         role: str = "agent",
-    ) -> tuple[T, Usage]:
+    ) -> Parsed[T]:
         """Ask a project agent for a structured reply: ``parse`` (raising ``ValueError``) reads it.
 
-        An unusable reply is answered with ``reminder`` once; a second one, or an agent that
-        fails, is an ``EvaluationError`` (carrying the ``usage`` spent) naming the ``role``.
+        An unusable reply is answered with ``reminder`` once; a second one is the result's
+        ``problem`` (with the ``usage`` spent), naming the ``role``. An agent that fails is an
+        ``EvaluationError``.
         """
         usage, problem, text = Usage(), "", ""
         for _ in range(2):
@@ -116,12 +151,10 @@ class Services:
             usage.add(response.usage)
             text = response.text
             try:
-                return parse(response.content if isinstance(response.content, dict) else text), usage
+                return Parsed(parse(response.content if isinstance(response.content, dict) else text), usage)
             except ValueError as exc:
                 problem = str(exc)
                 nudge = f"Your reply could not be used: {problem}. {reminder}"
                 messages = [*messages, Message("assistant", text), Message("user", nudge)]
         excerpt = " ".join(text.split())[:200]
-        error = EvaluationError(f"{role} {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}")
-        error.usage = usage
-        raise error
+        return Parsed(None, usage, f"{role} {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}")

@@ -193,7 +193,10 @@ class RunSession:
         assert self._plan is not None, "plan() first"
         plan, req, config = self._plan, self.request, self.project.config
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
-            self.models.preload()
+            uses = plan.model_uses(self.plugins.registry)
+            if req.connector:  # -c replaces the targets' model
+                uses.append((req.connector, {}))
+            self.models.preload(uses)
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once

@@ -105,7 +105,7 @@ class CaseStats:
     """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
 
     __slots__ = (
-        "_m2 _mean agent completion_tokens cost errors failed file has_usage id line max_ms min_ms "
+        "_m2 _mean agent completion_tokens cost errors failed file flaky has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
         "tags timeouts total_ms total_tokens"
     ).split()
@@ -117,6 +117,7 @@ class CaseStats:
         self.file: str = str(record.get("file") or "")
         self.line: int = int(record.get("line") or 0)
         self.tags: list[str] = list(record.get("tags") or [])
+        self.flaky = record.get("flaky") is True  # flaky in the run history (specrun.history)
         own = record.get("min_pass_rate")
         self.own_gate: float | None = float(own) if own is not None else None
         self.min_pass_rate: float | None = self.own_gate if own is not None else gate
@@ -243,6 +244,8 @@ class CaseStats:
             data["min_pass_rate"] = self.min_pass_rate
         if self.reason:
             data["reason"] = self.reason
+        if self.flaky:
+            data["flaky"] = True
         if self.has_usage:
             data["usage"] = self.usage()
         data["file"] = self.file

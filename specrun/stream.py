@@ -30,9 +30,9 @@ class ResultStream(Reporter):
         super().__init__(path, options)
         self._file: IO[str] | None = None
 
-    def _write(self, line: str) -> None:
+    def _write(self, line: str, masked: bool = False) -> None:
         assert self._file is not None
-        self._file.write(redact_json(line) + "\n")
+        self._file.write((line if masked else redact_json(line)) + "\n")
         self._file.flush()
 
     @hookimpl(trylast=True)
@@ -43,7 +43,8 @@ class ResultStream(Reporter):
 
     @hookimpl(trylast=True)
     def case_finished(self, result: Result) -> None:
-        self._write(result.line)  # sealed: strict JSON, its encoding failures already the case's error
+        # Sealed: strict JSON, its encoding failures already the case's error; masked once for all.
+        self._write(result.public_line, masked=True)
 
     @hookimpl(trylast=True)
     def run_finished(self, summary: dict[str, Any], stream: Path) -> None:

@@ -22,15 +22,15 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
     try:
         verdict = await instance.evaluate(assertion, check)
     except EvaluationError as exc:
-        spent: Usage | None = getattr(exc, "usage", None)  # what unusable judge replies cost
-        details = {"usage": spent.to_dict()} if spent and (spent.total_tokens or spent.cost) else None
-        if exc.details:
-            details = {**exc.details, **(details or {})}
-        return AssertionResult(assertion.type, "error", str(exc), details=details)
+        return AssertionResult(assertion.type, "error", str(exc), details=exc.details or None)
     except Exception as exc:
         return AssertionResult(
             assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
         )
+    spent = verdict.usage
+    usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
+    if verdict.error:  # what could not be decided is an error, whatever negate says
+        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
@@ -44,7 +44,7 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         verdict.expected,
         verdict.actual,
         verdict.score,
-        verdict.details,
+        {**verdict.details, **usage} if verdict.details is not None else usage or None,
     )
 
 

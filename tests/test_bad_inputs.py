@@ -46,6 +46,10 @@ EXPECTED: dict[str, list[Expect]] = {
         E(16, 52, "invalid JSON: Expecting ',' delimiter", None),
         E(17, 1, "invalid JSON: { is never closed: the value that starts here has no end", None),
     ],
+    "jsonl_spread_limits.jsonl": [
+        E(5, 21, "integer too large: more than 1000 digits", None),
+        E(9, 111, "nested more than 100 lists or mappings deep", None),
+    ],
     "jsonl_spread_fields.jsonl": [
         E(2, 65, "unknown assertion type 'contians'", "cases[0].assertions[0].type"),
         E(9, 34, "invalid regex '(unclosed'", "cases[1].assertions[1].pattern"),

@@ -278,13 +278,154 @@ def test_an_alternating_agent_is_flaky_and_the_next_run_says_so(tmp_path):
     assert [statuses(root / f"run{n}.jsonl")["coin"] for n in range(3)] == ["passed", "failed", "passed"]
     [flaky] = history(root).flaky()
     assert (flaky.key.case_id, flaky.passed, flaky.failed, flaky.flips, flaky.last) == ("coin", 2, 1, 2, "passed")
-    done = run_cli(["suite.jsonl", "-o", "marked.jsonl"], root)
+    reports = ["-o", "marked.jsonl", "-o", "marked.md", "-o", "marked.html", "-o", "marked.json", "-o", "marked.xml"]
+    done = run_cli(["suite.jsonl", *reports], root)
     records = {r.get("id"): r for r in map(json.loads, (root / "marked.jsonl").read_text().splitlines())}
     assert records["coin"]["flaky"] is True and "flaky" not in records["steady"]
-    assert "flaky" in done.stdout.split("[coin]")[1].splitlines()[0]
+    assert "[flaky]" in done.stdout.split("[coin]")[1].splitlines()[0]
+    assert "[flaky]" not in done.stdout.split("[steady]")[1].splitlines()[0]
+    assert "Flaky:     coin" in done.stdout
+    [title] = [
+        line for line in (root / "marked.md").read_text().splitlines() if line.startswith("### ") and "coin" in line
+    ]
+    assert title.endswith("· flaky in the run history")
+    assert (root / "marked.md").read_text().count("flaky in the run history") == 1
+    assert (root / "marked.html").read_text().count('<span class="flaky"') == 1
+    cases = {c["id"]: c for c in json.loads((root / "marked.json").read_text())["results"]}
+    assert cases["coin"]["flaky"] is True and "flaky" not in cases["steady"]
+    assert (root / "marked.xml").read_text().count('<property name="flaky" value="true"') == 1
     # Editing the case starts its record afresh: two runs of the new content, both failing, are not flaky.
     project(tmp_path, [case("coin", "toss again", "yes"), case("steady", "toss", "toss")], function="flip")
     for _ in range(2):
         (root / "coin.count").write_text("1")
         run_cli(["suite.jsonl"], root)
     assert history(root).flaky() == []
+
+
+def test_a_result_judged_from_the_model_cache_says_so(tmp_path):
+    from support.llm_server import LLMServer
+
+    verdict = {"content": json.dumps({"passed": True, "score": 1.0, "reason": "fine"})}
+    judged = {"id": "judged", "input": "hello", "assertions": [{"type": "llm", "criteria": "Greets back"}]}
+    plain = case("plain", "hello", "hello")
+    root = project(tmp_path, [judged, plain], config="model: openai/gpt-4o-mini\n")
+    with LLMServer(responder=lambda body: verdict) as server:
+        env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
+        runs = [
+            run_cli(["suite.jsonl", "-o", f"out{n}.jsonl", *flags], root, env)
+            for n, flags in enumerate([[], [], ["--no-cache"]])
+        ]
+        assert len(server.requests) == 2, "the second run's judge reply came from the cache"
+    assert all(done.returncode == 0 for done in runs), runs[0].stdout + runs[0].stderr
+    records = [
+        {
+            r["id"]: r
+            for r in map(json.loads, (root / f"out{n}.jsonl").read_text().splitlines())
+            if r["type"] == "result"
+        }
+        for n in range(3)
+    ]
+    assert [r["judged"].get("cached") for r in records] == [None, True, None]
+    assert all("cached" not in r["plain"] for r in records), "a case that asked no model is not 'cached'"
+    line = runs[1].stdout.split("[judged]")[1].splitlines()[0]
+    assert "[cached]" in line and "[cached]" not in runs[0].stdout + runs[2].stdout
+    assert "Cached:    1 result judged from the model cache" in runs[1].stdout
+    store = history(root)
+    assert [t["cached"] for t in store.timeline("judged")] == [0, 1, 0]
+
+
+def test_history_command_lists_runs_a_timeline_and_flaky_cases(tmp_path):
+    root = project(tmp_path, [case("coin", "toss", "yes"), case("steady", "toss", "toss")], function="flip")
+    empty = run_cli(["history"], root)
+    assert empty.returncode == 0 and "No runs recorded yet" in empty.stdout
+    for _ in range(4):
+        run_cli(["suite.jsonl"], root)
+    done = run_cli(["history", "--limit", "3"], root)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["RUN", "STARTED", "AGENT", "PASS/FAIL/ERR/SKIP", "PASS", "RATE", "DURATION"]
+    rows = [line.split() for line in lines[1:4]]
+    assert [row[4] for row in rows] == ["1/1/0/0", "2/0/0/0", "1/1/0/0"] and [row[5] for row in rows] == [
+        "50.0%",
+        "100.0%",
+        "50.0%",
+    ]
+    assert all(row[3] == root.name for row in rows) and "3 latest runs" in done.stdout
+    timeline = run_cli(["history", "coin"], root)
+    rows = [line.split() for line in timeline.stdout.splitlines()[1:5]]
+    assert [row[4] for row in rows] == ["failed", "passed", "failed", "passed"]
+    assert "contains:" in timeline.stdout.splitlines()[1] and "new output" in timeline.stdout.splitlines()[1]
+    assert "case coin (suite.jsonl:1)" in timeline.stdout and "flaky against" in timeline.stdout
+    flaky = run_cli(["history", "--flaky"], root)
+    assert flaky.stdout.splitlines()[1].split() == ["coin", "suite.jsonl", root.name, "2", "2", "3", "failed"]
+    assert "1 flaky case" in flaky.stdout and "steady" not in flaky.stdout
+    elsewhere = run_cli(["history", "--flaky", "-C", str(root)], tmp_path.parent)
+    assert elsewhere.stdout == flaky.stdout
+    assert "No flaky cases" in run_cli(["history", "--flaky", "-n", "other"], root).stdout
+
+
+def test_history_command_on_a_bad_database_is_a_clear_error(tmp_path):
+    root = project(tmp_path, CASES)
+    (root / ".specrun").mkdir()
+    (root / ".specrun" / "history.db").write_text("garbage" * 1000)
+    done = run_cli(["history"], root)
+    assert done.returncode == 2 and "is not a readable specrun history" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_interrupted_run_is_recorded_whole_and_its_cut_case_is_no_failure(tmp_path):
+    cases = [case("quick", "a 0", "a"), case("cut", "b 60", "b"), case("wrong", "c 0", "nope")]
+    root = project(tmp_path, cases, function="slow")
+    assert run_cli(["suite.jsonl", "--dry-run"], root).returncode == 0
+    assert not (root / ".specrun").exists(), "--dry-run records nothing"
+    proc = subprocess.Popen(
+        [SPECRUN, "suite.jsonl", "-o", "out.jsonl", "--parallel", "3"], cwd=root, stdout=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (root / "out.jsonl").exists() and (root / "out.jsonl").read_text().count('"type": "result"') >= 2:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    store = history(root)
+    [run] = store.runs()
+    assert run["interrupted"] == 1 and run["ended_at"] and run["total"] == 3
+    cut = {c["case_id"]: (c["status"], c["error"]) for c in store.cases(run["id"])}
+    assert cut == {"quick": ("passed", None), "cut": ("error", "interrupted"), "wrong": ("failed", None)}
+    done = run_cli(["suite.jsonl", "--lf", "-o", "again.jsonl"], root)
+    assert "rerunning the 1 case that failed last time" in done.stderr
+    assert list(statuses(root / "again.jsonl")) == ["wrong"]
+
+
+def test_the_git_commit_is_recorded_and_secrets_in_the_command_line_are_masked(tmp_path):
+    root = project(tmp_path, CASES)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=root, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    env = {**os.environ, "SUPPORT_API_KEY": "hunter2-not-a-real-key"}
+    run_cli(["suite.jsonl", "-u", "hunter2-not-a-real-key"], root, env)
+    [run] = history(root).runs()
+    assert run["git_commit"] == head
+    assert run["argv"] == ["suite.jsonl", "-u", "[REDACTED:SUPPORT_API_KEY]"]
+    stored = b"".join(p.read_bytes() for p in (root / ".specrun").glob("history.db*"))  # the WAL too
+    assert b"[REDACTED:SUPPORT_API_KEY]" in stored and b"hunter2" not in stored
+
+
+def test_a_history_that_cannot_be_written_fails_the_run_with_exit_3_and_keeps_every_result(tmp_path, monkeypatch):
+    import specrun.history
+
+    root = project(tmp_path, CASES)
+    run_cli(["suite.jsonl"], root)
+    monkeypatch.setattr(specrun.history, "BUSY_TIMEOUT_S", 0.2)  # not 30 s: another run holds the lock
+    with sqlite3.connect(root / ".specrun" / "history.db", isolation_level=None) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        done = run_cli(["suite.jsonl", "-o", "out.jsonl"], root)
+        holder.execute("ROLLBACK")
+    assert done.returncode == 3, done.stderr
+    assert "HistoryRecorder failed: HistoryError: cannot write the run history" in done.stderr
+    assert "database is locked" in done.stderr and "Traceback" not in done.stderr
+    assert len(statuses(root / "out.jsonl")) == 3, "the stream has every result"
+    assert len(history(root).runs()) == 1

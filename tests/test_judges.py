@@ -70,7 +70,7 @@ async def test_llm_judge_pass_shows_the_reason_and_usage(server):
     verdict = await LlmJudge().evaluate(assertion, make_check(server))
     assert verdict.passed and verdict.score == 0.9 and verdict.message == "It names Paris."
     assert verdict.details["reason"] == "It names Paris." and verdict.details["threshold"] == 0.5
-    assert verdict.details["usage"]["total_tokens"] == 15 and verdict.details["usage"]["cost"] > 0
+    assert verdict.usage.total_tokens == 15 and verdict.usage.cost > 0
     body = server.requests[0]
     assert body["temperature"] == 0 and body["response_format"] == {"type": "json_object"}
     data, authored = data_section(body["messages"][1]["content"])
@@ -101,23 +101,34 @@ async def test_the_threshold_decides_a_score_and_is_told_to_the_judge(server):
 
 async def test_llm_judge_garbage_is_an_error_after_exactly_one_retry(server):
     server.script({"content": "Looks good to me!"}, {"content": "Yes."})
-    with pytest.raises(EvaluationError, match="unusable twice") as info:
-        await LlmJudge().evaluate(Assertion("llm", {"criteria": "c"}), make_check(server))
+    verdict = await LlmJudge().evaluate(Assertion("llm", {"criteria": "c"}), make_check(server))
+    assert verdict.error and "unusable twice" in verdict.message  # undecided, never a fail
     assert len(server.requests) == 2
-    assert info.value.usage.total_tokens == 30  # what was spent, for the runner to count
+    assert verdict.usage.total_tokens == 30  # what was spent, on the verdict for the runner to count
 
 
 async def test_llm_judge_garbage_then_json_passes(server):
     server.script({"content": "Looks good"}, verdict_json(True, 1, "ok"))
     verdict = await LlmJudge().evaluate(Assertion("llm", {"criteria": "c"}), make_check(server))
-    assert verdict.passed and verdict.details["usage"]["total_tokens"] == 30
+    assert verdict.passed and verdict.usage.total_tokens == 30
 
 
 async def test_through_the_engine_garbage_is_an_error_result_never_a_fail(server):
     server.script({"content": "???"}, {"content": "!!!"})
     registry = get_plugin_manager().registry
-    result = await evaluate(Assertion("llm", {"criteria": "c"}), make_check(server), registry)
+    negated = Assertion("llm", {"criteria": "c"}, negate=True)  # not decided: negate changes nothing
+    result = await evaluate(negated, make_check(server), registry)
     assert result.status == "error" and "unusable twice" in result.message
+    assert result.details == {"usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30,
+                                        "cost": pytest.approx(2 * (10 * 0.15e-6 + 5 * 0.6e-6))}}
+
+
+async def test_through_the_engine_a_verdict_s_usage_reaches_the_result_details(server):
+    server.script(verdict_json(True, 1, "ok"))
+    registry = get_plugin_manager().registry
+    result = await evaluate(Assertion("llm", {"criteria": "c"}), make_check(server), registry)
+    assert result.status == "passed" and result.details["reason"] == "ok"
+    assert result.details["usage"]["total_tokens"] == 15 and list(result.details)[-1] == "usage"
 
 
 async def test_the_judge_uses_the_cache_per_run_index(server, tmp_path):
@@ -177,7 +188,7 @@ async def test_agent_assertion_runs_the_validator_agent_with_the_seed_metadata()
     verdict = await AgentJudge().evaluate(assertion, check)
     assert verdict.passed and verdict.message == "Polite and right."
     assert verdict.details["validator"] == "workers.test.validator"
-    assert verdict.details["usage"]["total_tokens"] == 30
+    assert verdict.usage.total_tokens == 30
     agent_id, messages, context = validator.calls[0]
     assert agent_id == "workers.test.validator"
     metadata = context.options["metadata"]
@@ -191,8 +202,9 @@ async def test_agent_assertion_runs_the_validator_agent_with_the_seed_metadata()
 async def test_a_validator_agent_replying_prose_is_asked_once_more_then_an_error():
     validator = Validator("Sure, it is fine.", "Really fine.")
     check = make_check(None, agent_caller=validator)
-    with pytest.raises(EvaluationError, match=r"replied unusably twice.*Really fine"):
-        await AgentJudge().evaluate(Assertion("agent", {"use": "agents:v", "options": SEED_OPTIONS}), check)
+    verdict = await AgentJudge().evaluate(Assertion("agent", {"use": "agents:v", "options": SEED_OPTIONS}), check)
+    assert verdict.error and "replied unusably twice" in verdict.message and "Really fine" in verdict.message
+    assert verdict.usage.total_tokens == 60  # both replies
     assert len(validator.calls) == 2
     assert "could not be used" in validator.calls[1][1][-1].text
 
@@ -233,7 +245,7 @@ async def test_match_falls_back_to_the_case_expected_and_the_llm_judge(server):
     assert verdict.passed and verdict.message == "matched by llm: Both say Paris."
     assert verdict.details["mode"] == "fallback" and verdict.details["decided_by"] == "llm"
     assert [a["stage"] for a in verdict.details["attempts"]] == ["score", "llm"]
-    assert verdict.details["usage"]["total_tokens"] == 15
+    assert verdict.usage.total_tokens == 15 and "usage" not in verdict.details
     assert data_section(server.requests[0]["messages"][1]["content"])[0]["question"] == QUESTION
 
 

@@ -265,8 +265,8 @@ def test_a_torn_cache_file_is_a_miss(tmp_path):
 async def test_complete_json_retries_an_unusable_reply_once(server, tmp_path):
     server.script({"content": "I think it passes."}, {"content": '{"passed": true, "score": 1, "reason": "ok"}'})
     client = client_for(server, tmp_path)
-    reply, usage = await client.complete_json(USER, parse_verdict)
-    assert reply.passed and reply.reason == "ok" and usage.total_tokens == 30
+    parsed = await client.complete_json(USER, parse_verdict)
+    assert parsed.get().passed and parsed.get().reason == "ok" and parsed.usage.total_tokens == 30
     assert len(server.requests) == 2
     assert "could not be used" in server.requests[1]["messages"][-1]["content"]
 
@@ -274,8 +274,10 @@ async def test_complete_json_retries_an_unusable_reply_once(server, tmp_path):
 async def test_complete_json_gives_up_after_the_second_unusable_reply(server, tmp_path):
     server.script({"content": "prose"}, {"content": "more prose"})
     client = client_for(server, tmp_path)
+    parsed = await client.complete_json(USER, parse_verdict)
+    assert parsed.value is None and parsed.usage.total_tokens == 30  # what the unusable replies cost
     with pytest.raises(EvaluationError, match=r"unusable twice.*more prose"):
-        await client.complete_json(USER, parse_verdict)
+        parsed.get()
     assert len(server.requests) == 2
     assert not [f for f in (tmp_path / "cache").rglob("*.json")]  # garbage is not cached
 

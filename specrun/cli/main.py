@@ -24,6 +24,7 @@ COMMANDS = {
     "merge": "specrun.cli.merge",
     "view": "specrun.cli.view",
     "init": "specrun.cli.init",
+    "history": "specrun.cli.history",
 }
 
 
@@ -73,6 +74,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     specrun -i "hello" -n my.agent  send one message to an agent
     specrun validate suites/        check suites without running them
     specrun init                    scaffold a project here
+    specrun history                 recent runs; --flaky for the flaky cases
+    specrun view                    browse the run history in a web app
     """
     ctx.ensure_object(dict)["debug"] = debug
 

@@ -228,12 +228,13 @@ def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
     except SuiteError:
         raise
     except UsageError as exc:
-        builtin = ""
-        if spec.startswith("report."):
-            reporters = project.registry.classes("reporter").values()
-            names = sorted(f"report.{n}" for c in reporters if not c.by_agent for n in (c.name, *c.aliases))
-            builtin = f"; the built-in reporters are {', '.join(names)}"
-        raise UsageError(f"-r {spec}: not a built-in reporter, and {exc}{builtin}") from None
+        if not spec.startswith("report."):
+            raise UsageError(f"-r {spec}: {exc}") from None
+        reporters = project.registry.classes("reporter").values()
+        names = sorted(f"report.{n}" for c in reporters if not c.by_agent for n in (c.name, *c.aliases))
+        raise UsageError(
+            f"-r {spec}: not a built-in reporter, and {exc}; the built-in reporters are {', '.join(names)}"
+        ) from None
 
 
 def _loop_factory() -> Any:

@@ -67,7 +67,7 @@ from ..redact import register as register_secret
 from ..remote import RemoteRun, RemoteWorker
 from ..results import Result, RunInfo, utc_timestamp
 from ..runner import INTERRUPT_GRACE, Job
-from ..services import Models, Services
+from ..services import Models, Parsed, Services
 from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
@@ -101,6 +101,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "Models",
+    "Parsed",
     "PatternError",
     "Plugin",
     "PluginError",

@@ -60,9 +60,10 @@ def test_suite_runs_unchanged(example: Example, tmp_path: Path, model: Any) -> N
 KEYWORD = "assistants/keyword"
 
 
-def _stream(folder: Path) -> list[dict[str, Any]]:
-    """The records of the one default result stream (output-<timestamp>.jsonl) in ``folder``."""
-    (found,) = sorted(folder.glob("output-*.jsonl"))
+def _stream(root: Path) -> list[dict[str, Any]]:
+    """The records of the one default result stream: ``.specrun/runs/output-<timestamp>.jsonl``
+    under the project root (V1 writes it next to the input; see docs/seeds.md)."""
+    (found,) = sorted((root / ".specrun" / "runs").glob("output-*.jsonl"))
     return list(stream_records(found))
 
 
@@ -90,7 +91,7 @@ def _report(name: str, starts: str) -> Callable[[Any, Path, Any], None]:
 def _default(runs: int = 1, **start: Any) -> Callable[[Any, Path, Any], None]:
     def check(run: Any, cwd: Path, model: Any) -> None:
         root = next(p for p in (cwd, *cwd.parents) if (p / "specrun.yaml").is_file())
-        first = _passed(_stream(root / KEYWORD / "tests"), runs)  # next to the input, as V1 says
+        first = _passed(_stream(root), runs)
         for key, value in start.items():
             got = first["environment"][key] if key in ("user_id", "team_id") else first[key]
             assert got == value, (key, got)
@@ -272,3 +273,26 @@ def test_report_summary_is_a_brief_text_naming_what_failed(tmp_path: Path, model
     assert "Total: 2, Passed: 1, Failed: 1, Errors: 0, Skipped: 0" in text
     assert "❌ T2 - Failed: equals:" in text and text.rstrip().endswith("Result: FAILED")
     assert len(text.splitlines()) < 10
+
+
+@pytest.mark.parametrize(
+    ("reporter", "starts"),
+    [
+        ("report.html", "<!doctype html>"),
+        ("report.markdown", "# specrun report"),
+        ("report.json", '{\n  "specrun_report"'),
+        ("report.summary", "Agent Test Summary"),
+    ],
+)
+def test_a_built_in_reporter_named_by_r_writes_any_o_file(
+    reporter: str, starts: str, tmp_path: Path, model: Any
+) -> None:
+    """V1's built-in reporter agents: -r names the format, whatever the -o file is called; the
+    .jsonl stream stays a stream."""
+    root = project(tmp_path)
+    write_suite(root / KEYWORD / "tests/inputs.jsonl", INPUTS)
+    cwd = root / KEYWORD
+    run = specrun(["-i", "tests/inputs.jsonl", "-r", reporter, "-o", "report.out", "-o", "out.jsonl"], cwd, model)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (cwd / "report.out").read_text("utf-8").startswith(starts)
+    assert next(stream_records(cwd / "out.jsonl"))["type"] == "start"

@@ -101,7 +101,9 @@ INPUTS = _example("Testing Different Points in a Conversation")  # tests/inputs.
 
 
 def _stream(cwd: Path) -> list[dict[str, Any]]:
-    (found,) = sorted((cwd / "tests").glob("output-*.jsonl"))
+    """The one default result stream, under the project root's ``.specrun/runs/`` (see docs/seeds.md)."""
+    root = next((p for p in (cwd, *cwd.parents) if (p / "specrun.yaml").is_file()), cwd)
+    (found,) = sorted((root / ".specrun" / "runs").glob("output-*.jsonl"))
     return list(stream_records(found))
 
 
@@ -128,8 +130,7 @@ def _chat(run: Any, cwd: Path) -> None:
 
 
 def _generated(run: Any, cwd: Path) -> None:
-    (stream,) = cwd.glob("output-*.jsonl")  # no input folder: the stream goes to the working folder
-    results = [r for r in stream_records(stream) if r["type"] == "result"]
+    results = [r for r in _stream(cwd) if r["type"] == "result"]
     assert [r["id"] for r in results] == [f"gen-{i:03d}" for i in range(1, 11)]
     assert all(r["status"] == "passed" for r in results)
 

@@ -21,7 +21,7 @@ included), so tests can see how much concurrency a client really used.
 
 Run as a script it serves until killed and prints its base URL; ``--faults 500=0.1,429=0.1,
 hang=0.02 --seed 1 --delay 0.05 --jitter 0.05 --pad 4096`` injects faults at those rates and
-pads the answers (benchmarks).
+pads the answers, ``--verdicts`` answers judge prompts with a passing verdict (benchmarks).
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ class LLMServer:
     def script(self, *behaviours: dict[str, Any]) -> None:
         with self._lock:
             self._script.extend(behaviours)
+
+    def unscript(self) -> None:
+        """Drop the scripted behaviours not used yet."""
+        with self._lock:
+            self._script.clear()
 
     def _next(self, body: dict[str, Any], raw: str, headers: dict[str, str]) -> dict[str, Any]:
         with self._lock:
@@ -206,12 +211,21 @@ def data_section(prompt: str) -> tuple[Any, str]:
     return json.loads(found[0][1]), _DATA.sub("<<<DATA>>>", prompt)
 
 
+VERDICT = {"passed": True, "score": 1.0, "reason": "meets the criteria"}
+
+
 def fault_responder(
-    rates: dict[str, float], seed: int = 0, delay: float = 0.0, jitter: float = 0.0, pad: int = 0
+    rates: dict[str, float],
+    seed: int = 0,
+    delay: float = 0.0,
+    jitter: float = 0.0,
+    pad: int = 0,
+    verdicts: bool = False,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A responder answering ``rates`` of requests with a fault: ``{"500": 0.1, "429": 0.1,
     "hang": 0.02, "drop": 0.01}``; the others echo (plus ``pad`` dots) after ``delay`` to
-    ``delay + jitter`` s."""
+    ``delay + jitter`` s, or with ``verdicts`` answer a judge prompt (a data section) with a
+    passing verdict."""
     rng = random.Random(seed)
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -224,6 +238,8 @@ def fault_responder(
                     return {"drop": True, "delay": wait}
                 return {"status": int(fault), "delay": wait, "headers": {"retry-after": "0"}}
             roll -= rate
+        if verdicts and "<<<BEGIN DATA " in _last_user_text(body):
+            return {"content": VERDICT, "delay": wait}
         return {"content": f"echo: {_last_user_text(body)} {'.' * pad}".rstrip(), "delay": wait}
 
     return respond
@@ -238,10 +254,13 @@ if __name__ == "__main__":  # serve forever, for manual runs and benchmarks
     parser.add_argument("--faults", default="", help="e.g. 500=0.1,429=0.1,hang=0.02,drop=0.01")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pad", type=int, default=0, help="characters added to each answer")
+    parser.add_argument("--verdicts", action="store_true", help="answer judge prompts with a passing verdict")
     args = parser.parse_args()
     rates = {k: float(v) for k, _, v in (item.partition("=") for item in args.faults.split(",") if item)}
-    custom = rates or args.jitter or args.pad
-    responder = fault_responder(rates, args.seed, args.delay, args.jitter, args.pad) if custom else None
+    custom = rates or args.jitter or args.pad or args.verdicts
+    responder = (
+        fault_responder(rates, args.seed, args.delay, args.jitter, args.pad, args.verdicts) if custom else None
+    )
     server = LLMServer(responder, delay=args.delay).start()
     print(server.base_url, flush=True)
     threading.Event().wait()

@@ -122,7 +122,7 @@ def test_paths_sources_and_messages_with_i_still_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-r", "agents:nope", "-o", "report.md"], "-r agents:nope: not a built-in reporter, and unknown agent 'nope'"),
+        (["-r", "agents:nope", "-o", "report.md"], "-r agents:nope: unknown agent 'nope'"),
         (["-o", "agent_mod.py/out.jsonl"], "-o agent_mod.py/out.jsonl: agent_mod.py is a file, not a folder"),
         (["-o", "reports.jsonl"], "-o reports.jsonl: is a folder"),
         # /sys takes no new file, even from root (the tests may run as root: chmod would not do)

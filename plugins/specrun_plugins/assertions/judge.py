@@ -3,8 +3,8 @@
 The judge reads the author's criteria and the agent's material as delimited data and answers
 ``{passed, score, reason}``, read by :func:`specrun.judging.parse_verdict` (its contradiction
 rule included). An unusable answer is asked for once more, then the assertion is an error,
-never a silent pass or fail. The reason is the verdict's message; tokens and cost go to
-``details["usage"]`` for the runner to add to the case.
+never a silent pass or fail. The reason is the verdict's message; tokens and cost go on the
+verdict (``Verdict.usage``), which the engine adds to the case.
 Registered by the family's register_assertion_types hook.
 """
 
@@ -23,7 +23,7 @@ from specrun.plugin import (
     EvaluationError,
     JudgeReply,
     Message,
-    Usage,
+    Parsed,
     Verdict,
     data_block,
     parse_verdict,
@@ -96,14 +96,11 @@ def run_of(check: Check) -> int:
     return int(getattr(check.services, "run", None) or check.context.run or 1)
 
 
-def usage_details(usage: Usage | None) -> dict[str, Any]:
-    """``{"usage": {...}}`` when anything was spent, for ``Verdict.details``."""
-    if usage is None or not (usage.total_tokens or usage.cost):
-        return {}
-    return {"usage": usage.to_dict()}
-
-
-def _verdict(reply: JudgeReply, expected: Any, **extra: Any) -> Verdict:
+def _verdict(parsed: Parsed[JudgeReply], expected: Any, **extra: Any) -> Verdict:
+    """The judge's verdict, with what it cost; two unusable replies are an undecided (error) one."""
+    if parsed.problem is not None:
+        return Verdict(False, parsed.problem, usage=parsed.usage, error=True)
+    reply = parsed.get()
     passed = reply.verdict
     details = {
         "reason": reply.reason,
@@ -111,10 +108,9 @@ def _verdict(reply: JudgeReply, expected: Any, **extra: Any) -> Verdict:
         "judge_passed": reply.passed,
         "threshold": reply.threshold,
         **{k: v for k, v in extra.items() if v is not None},
-        **usage_details(reply.usage),
     }
     message = reply.reason or ("the judge gave no reason" if passed else "failed (no reason given)")
-    return Verdict(passed, message, expected=expected, score=reply.score, details=details)
+    return Verdict(passed, message, expected=expected, score=reply.score, details=details, usage=parsed.usage)
 
 
 def _threshold(params: dict[str, Any]) -> float:
@@ -124,14 +120,14 @@ def _threshold(params: dict[str, Any]) -> float:
 
 async def model_judge(
     check: Check, criteria: str, threshold: float, *, expected: Any, model: str | None, version: str, what: str
-) -> JudgeReply:
-    """Ask the run's judge model; an unusable reply is asked for once more, then an error."""
+) -> Parsed[JudgeReply]:
+    """Ask the run's judge model; an unusable reply is asked for once more, then a problem."""
     client = services_of(check, what).models
     messages = [
         {"role": "system", "content": JUDGE_SYSTEM},
         {"role": "user", "content": judge_prompt(check, criteria, threshold, expected)},
     ]
-    reply, usage = await client.complete_json(
+    return await client.complete_json(
         messages,
         lambda text: parse_verdict(text, threshold),
         reminder=reply_format(threshold),
@@ -140,8 +136,6 @@ async def model_judge(
         run=run_of(check),
         version=version,
     )
-    reply.usage = usage
-    return reply
 
 
 class LlmJudge(AssertionType):
@@ -246,7 +240,7 @@ class AgentJudge(AssertionType):
         metadata: dict[str, Any],
         criteria: str,
         threshold: float,
-    ) -> JudgeReply:
+    ) -> Parsed[JudgeReply]:
         services = check.services
         if services is None:
             raise EvaluationError(f"validator agent {agent_id!r} cannot be called outside a run")
@@ -260,7 +254,7 @@ class AgentJudge(AssertionType):
         context = dataclasses.replace(check.context, options={**options, "metadata": metadata})
         # One user message (a project agent may take no system message): the rules, then the prompt.
         messages = [Message("user", f"{JUDGE_SYSTEM}\n\n{judge_prompt(check, criteria, threshold)}")]
-        reply, usage = await services.ask_agent(
+        return await services.ask_agent(
             agent_id,
             messages,
             context,
@@ -268,5 +262,3 @@ class AgentJudge(AssertionType):
             reply_format(threshold),
             role="validator agent",
         )
-        reply.usage = usage
-        return reply

@@ -23,7 +23,7 @@ from specrun.plugin import (
     compare,
 )
 
-from .judge import run_of, usage_details
+from .judge import run_of
 
 
 def _alternatives(value: Any) -> list[str]:
@@ -104,8 +104,9 @@ class Match(AssertionType):
             model=params.get("model"),
             run=run_of(check),
         )
+        if result.problem is not None:
+            return Verdict(False, result.problem, usage=result.usage, error=True)
         details = {k: v for k, v in result.to_dict().items() if k != "usage"}
-        details.update(usage_details(result.usage))
         reason = result.reason
         if result.passed:
             message = f"matched by {result.decided_by}" + (f": {reason}" if reason else "")
@@ -120,4 +121,5 @@ class Match(AssertionType):
             actual=check.response.text,
             score=result.score,
             details=details,
+            usage=result.usage,
         )

@@ -21,6 +21,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -195,10 +196,13 @@ def _uploaded(env: dict[str, Any]) -> dict[str, Any]:
     from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
 
     upload: Any = upload_working_dir_if_needed  # private, and its signature moves between versions
-    try:
-        return dict(upload(dict(env), include_gitignore=True))
-    except TypeError:  # Ray before 2.45 has no include_gitignore
-        return dict(upload(dict(env)))
+    # The zip is built in scratch_dir, by default the working folder: inside the project it packs,
+    # it packs itself while it grows (it filled the disk, 75 GB). A folder of its own instead.
+    with tempfile.TemporaryDirectory(prefix="specrun-ray-") as scratch:
+        try:
+            return dict(upload(dict(env), include_gitignore=True, scratch_dir=scratch))
+        except TypeError:  # Ray before 2.45 has no include_gitignore
+            return dict(upload(dict(env), scratch_dir=scratch))
 
 
 _WORKER: list[Any] = []  # [run key, RemoteWorker]: the run this worker process serves

@@ -67,6 +67,7 @@ button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
 .case.s-failed{border-left:4px solid #d1242f}.case.s-error{border-left:4px solid #bf8700}
 .case.s-passed{border-left:4px solid #1a7f37}.cid{font-weight:600;font-family:monospace}
 .cname{color:#59636e;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.flaky{color:#9a6700;font-weight:600}
 .body{padding:0 0 10px}pre{background:#f6f8fa;padding:8px;border-radius:6px;overflow:auto;
 white-space:pre-wrap;word-break:break-word;max-height:480px;margin:4px 0}
 details.part>summary{cursor:pointer;font-weight:600;margin:6px 0}.where{color:#59636e;font-size:12px}
@@ -320,7 +321,8 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
     head = (
         f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
-        f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
+        + ('<span class="flaky" title="flaky in the run history">flaky</span>' if case.flaky else "")
+        + f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
     )
     parts = [f'<div class="where">{e(case.file)}:{case.line}</div>']
     if first.get("input") is not None:

@@ -101,6 +101,8 @@ def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
         ET.SubElement(props, "property", {"name": "title", "value": xml_text(case.name)})
     if case.agent:
         ET.SubElement(props, "property", {"name": "agent", "value": xml_text(case.agent)})
+    if case.flaky:
+        ET.SubElement(props, "property", {"name": "flaky", "value": "true"})  # in the run history
     problem = _problem(case, records, multi, limit)
     if problem is not None:
         el.append(problem)

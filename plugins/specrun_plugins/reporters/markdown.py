@@ -154,6 +154,8 @@ def case_section(report: Report, case: CaseStats, limit: int) -> list[str]:
         title += f" ({pct(case.pass_rate)} of {case.runs} runs)"
     else:
         title += f" ({fmt_ms(case.total_ms)})"
+    if case.flaky:
+        title += " · flaky in the run history"
     lines = [title, "", f"{md_text(case.file)}:{case.line}", ""]
     first = records[0] if records else {}
     if first.get("input") is not None:

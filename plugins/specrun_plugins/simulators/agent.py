@@ -54,8 +54,9 @@ class AgentSimulator(Simulator):
         metadata.update(shown)
         context = dataclasses.replace(state.context, metadata=metadata, options={**options, "metadata": metadata})
         messages = [Message("user", json.dumps(shown, ensure_ascii=False, indent=1))]
-        turn, usage = await state.services.ask_agent(
+        parsed = await state.services.ask_agent(
             agent_id, messages, context, parse_reply, REMINDER, role="simulator agent"
         )
-        turn.usage = usage if usage.total_tokens or usage.cost else None
+        turn = parsed.get()
+        turn.usage = parsed.usage if parsed.usage.total_tokens or parsed.usage.cost else None
         return turn

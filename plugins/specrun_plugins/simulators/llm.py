@@ -91,7 +91,7 @@ class LlmSimulator(Simulator):
         if client is None:
             raise EvaluationError("the llm simulator needs a model client (run it with `specrun run`)")
         persona, goal = str(self.config.get("persona") or ""), str(self.config["goal"])
-        turn, usage = await client.complete_json(
+        parsed = await client.complete_json(
             chat(state, persona, goal),
             parse_reply,
             reminder=REMINDER,
@@ -100,5 +100,6 @@ class LlmSimulator(Simulator):
             run=getattr(state.services, "run", 1),
             version=PROMPT_VERSION,
         )
-        turn.usage = usage if usage.total_tokens or usage.cost else None
+        turn = parsed.get()
+        turn.usage = parsed.usage if parsed.usage.total_tokens or parsed.usage.cost else None
         return turn
