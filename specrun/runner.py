@@ -28,7 +28,7 @@ from typing import Any
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
-from .kinds import Check, Session
+from .kinds import CaseCancelled, Check, Session
 from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
@@ -77,6 +77,9 @@ class RunOptions:
     simulator: str | None = None
     min_pass_rate: float | None = None
     update_snapshots: bool = False
+    no_cache: bool = False  # --no-cache: a worker elsewhere builds its model client without the cache
+    executor: str = "local"  # where cases execute (an Executor plugin)
+    executor_options: dict[str, Any] = field(default_factory=dict)  # specrun.yaml's executor: mapping
 
 
 @dataclass
@@ -108,6 +111,7 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -130,6 +134,7 @@ class Runner:
                 finally:
                     self._report_queued()  # an interrupted or failed run still reports every result it has
                     self._finishing = True
+                    await self.executor.close()
                     await self.project.aclose()
                     if self.models is not None:
                         await self.models.aclose()
@@ -142,6 +147,11 @@ class Runner:
             kept = "the reports say incomplete" if summary.get("incomplete") else f"every result is in {stream.path}"
             raise ReportError("; ".join(lifecycle.broken.values()) + f"; {kept}")
         return summary
+
+    async def start(self, jobs: list[Job]) -> None:
+        """Start the executor, before ``run``; with no ``--parallel`` given, it says how many cases run at once."""
+        await self.executor.start(jobs)
+        self.options.parallel = self.options.parallel or self.executor.parallel()
 
     async def _run_jobs(self, jobs: list[Job]) -> None:
         """BeforeAll, the cases, AfterAll."""
@@ -181,6 +191,10 @@ class Runner:
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (e.g. inside pytest-xdist or a thread): no handler
         return handled
+
+    def interrupt(self, name: str | None) -> None:
+        """Mark the run interrupted by ``name`` (None: not) for an executor's worker, which cancels its case itself."""
+        self.interrupted, self._stop = name, ("interrupted" if name else None)
 
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
@@ -222,8 +236,8 @@ class Runner:
             if self._stop:
                 return
             try:
-                result = await self.run_one(job)
-            except _Cancelled as cancelled:
+                result = await self.executor.run(job)
+            except CaseCancelled as cancelled:
                 self._report(cancelled.result)
                 raise asyncio.CancelledError from None
             self._report(result)
@@ -292,7 +306,7 @@ class Runner:
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
 
-        If the task is cancelled, the interrupted result is carried by ``_Cancelled``.
+        If the task is cancelled, the interrupted result is carried by ``CaseCancelled``.
         """
         case = job.case
         started = time.perf_counter()
@@ -316,10 +330,7 @@ class Runner:
             result = Result(case, "error", run=job.run, error=str(exc))
         except asyncio.CancelledError:
             cancelled = True
-            if self._stop == "interrupted":
-                result = Result(case, "error", run=job.run, error="interrupted")
-            else:
-                result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+            result = self.cancelled(job)
         result.context = ctx
         result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -341,7 +352,19 @@ class Runner:
         result.cached, result.flaky = tally.all_cached, job.flaky
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
-            raise _Cancelled(result)
+            raise CaseCancelled(result)
+        return result
+
+    def cancelled(self, job: Job, duration_ms: float | None = None) -> Result:
+        """The result of a case cancelled in flight: ``error: interrupted`` after a signal, else
+        ``skipped`` (``cancelled by --fail-fast``); sealed when ``duration_ms`` is given."""
+        stopped = self._stop == "interrupted"
+        why = "interrupted" if stopped else f"cancelled by {self._stop}"
+        result = Result(job.case, "error" if stopped else "skipped", run=job.run, error=why)
+        if duration_ms is not None:
+            result.context = self.context_for(job.case, job.run)
+            result.duration_ms, result.flaky = duration_ms, job.flaky
+            result.seal()
         return result
 
     async def _hook(self, kind: str, ref: str, dirs: list[Any], agents: list[Agent], budget: float, *args: Any) -> Any:
@@ -473,10 +496,3 @@ class Runner:
 
 class _HookFailed(Exception):
     pass
-
-
-class _Cancelled(Exception):
-    """A cancelled case, with the result recorded for it."""
-
-    def __init__(self, result: Result):
-        self.result = result
