@@ -123,6 +123,7 @@ class ConsoleReport:
             ("Connector", info.connector),
             ("Input", f"{', '.join(info.inputs)} ({info.total_cases} test cases)"),
             ("Runs", str(info.runs) if info.runs > 1 else None),
+            ("Shard", info.shard and f"{info.shard['index']}/{info.shard['count']} of {info.shard['selected']} cases"),
             ("Simulator", info.simulator),
             ("Timeout", format_duration(info.timeout)),
             ("Parallel", f"{info.parallel} concurrent" if info.parallel > 1 else None),

@@ -124,7 +124,7 @@ def _from_stats(c: CaseStats) -> Outcome:
         file=c.file,
         status=c.status,
         name=c.name,
-        pass_rate=c.pass_rate,
+        pass_rate=None if c.pass_rate is None else round(c.pass_rate, 1),  # as a .json report has it
         runs=c.runs,
         duration_ms=c.total_ms / c.runs if c.runs else None,
         cost=c.cost / c.runs if c.cost is not None and c.runs else None,

@@ -21,7 +21,7 @@ from typing import Any
 
 import pluggy
 
-from .kinds import AssertionType, Reporter, Simulator, Source, Target
+from .kinds import AssertionType, Executor, Reporter, Simulator, Source, Target
 from .results import Result, RunInfo
 
 hookspec = pluggy.HookspecMarker("specrun")
@@ -77,6 +77,17 @@ def register_reporters(register: Callable[[type[Reporter]], None]) -> None:
     """Register reporters; ``-o FILE`` picks the one whose ``extensions`` match FILE.
 
     :param register: call ``register(MyReporter)`` for each :class:`specrun.kinds.Reporter`.
+
+    Called once when the plugin manager is built. Return nothing.
+    """
+
+
+@hookspec
+def register_executors(register: Callable[[type[Executor]], None]) -> None:
+    """Register executors: where a run's cases execute (``--executor NAME``, ``executor:`` in
+    ``specrun.yaml``); ``local`` is one.
+
+    :param register: call ``register(MyExecutor)`` for each :class:`specrun.kinds.Executor`.
 
     Called once when the plugin manager is built. Return nothing.
     """

@@ -22,6 +22,7 @@ from .services import Services
 if TYPE_CHECKING:
     from .loader import Loader
     from .project import Project
+    from .runner import Job, Runner
 
 
 class Plugin:
@@ -307,9 +308,54 @@ class Reporter(Plugin):
         """The run ended (``summary['interrupted']`` when cut short). May be ``async``."""
 
 
+# -- executors --------------------------------------------------------------------------------
+
+
+class CaseCancelled(Exception):
+    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
+
+    def __init__(self, result: Result):
+        self.result = result
+
+
+class Executor(Plugin):
+    """Where a run's cases execute: ``local`` on this process's event loop, others elsewhere
+    (``ray``: as tasks on a cluster). Built once per run with the runner and its options (the
+    ``executor:`` mapping of ``specrun.yaml`` less ``type``).
+
+    Everything around a case stays with the runner, whatever the executor: scheduling at
+    ``--parallel``, BeforeAll/AfterAll, ``--fail-fast``, interrupts, and reporting each result
+    to the console, the stream and the reports. An executor that runs a case elsewhere runs
+    it there as ``local`` would (``specrun.plugin.RemoteRun`` rebuilds the run in a worker)
+    and hands back the result.
+    """
+
+    def __init__(self, runner: Runner, options: dict[str, Any]):
+        self.runner = runner
+        self.options = options
+
+    async def start(self, jobs: list[Job]) -> None:
+        """Get ready for ``jobs`` (connect, ship the project); called once, before BeforeAll."""
+
+    def parallel(self) -> int:
+        """Cases at once when neither ``--parallel`` nor ``specrun.yaml`` says."""
+        return 1
+
+    async def run(self, job: Job) -> Result:
+        """Run one case once and return its final (sealed) result. When the task is cancelled
+        (``--fail-fast``, an interrupt), stop the case and raise ``CaseCancelled`` with
+        ``runner.cancelled(job, duration_ms)``."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what ``start`` took; called once the last case is done."""
+
+
 __all__ = [
     "AssertionType",
+    "CaseCancelled",
     "Check",
+    "Executor",
     "Plugin",
     "Reporter",
     "Session",

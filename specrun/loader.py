@@ -349,6 +349,11 @@ class FileCases(Sequence[Case]):
     def __len__(self) -> int:
         return self._count
 
+    def __reduce__(self) -> tuple[type, tuple[()]]:
+        # Shipped with a case to a worker elsewhere (the ray executor, which ships the cases it
+        # runs): the suite's other cases are not, nor the loader (its validators do not pickle).
+        return list, ()
+
     def __iter__(self) -> Iterator[Case]:
         return self.read(iter(range(self._count)))
 

@@ -166,6 +166,9 @@ class _Missing:
     def __bool__(self) -> bool:
         return False
 
+    def __reduce__(self) -> str:
+        return "MISSING"  # unpickled (in an executor's worker) as this module's one MISSING, so `is` holds
+
 
 MISSING: Any = _Missing()
 """Marks a value that is absent, as opposed to JSON ``null``."""

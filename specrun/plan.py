@@ -195,7 +195,18 @@ class Jobs:
     def __len__(self) -> int:
         return len(self.plan.pairs) * self.runs
 
+    held: list[Job] | None = None  # every job, made once (``hold``)
+
+    def hold(self) -> None:
+        """Make every job now and keep them: an executor that ships the cases elsewhere (``ray``)
+        needs them all, and the same ones when they run. The only run that holds every case."""
+        if self.held is None:
+            self.held = list(self._made())
+
     def __iter__(self) -> Iterator[Job]:
+        return iter(self.held) if self.held is not None else self._made()
+
+    def _made(self) -> Iterator[Job]:
         for case, agent in self.plan.cases():
             for run in range(1, self.runs + 1):
                 job = Job(case, agent, run)
@@ -204,6 +215,8 @@ class Jobs:
                 yield job
 
     def cases(self) -> Iterator[Case]:
+        if self.held is not None:
+            return iter({id(job.case): job.case for job in self.held}.values())
         return (case for case, _ in self.plan.cases())
 
     @property

@@ -29,6 +29,7 @@ _TYPE_HOOKS = {
     "source": "register_sources",
     "simulator": "register_simulators",
     "reporter": "register_reporters",
+    "executor": "register_executors",
 }
 
 

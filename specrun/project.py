@@ -27,14 +27,15 @@ CONFIG_NAMES = ("specrun.yaml", "specrun.yml")
 AGENT_NAMES = ("agent.yaml", "agent.yml")
 
 
-def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The project root at or above ``start`` and its validated ``specrun.yaml``, or None."""
+def find_config(start: Path, registry: Registry | None = None) -> tuple[Path, dict[str, Any]] | None:
+    """The project root at or above ``start`` and its validated ``specrun.yaml`` (its executor
+    options checked against ``registry``'s executors when given), or None."""
     start = start.resolve()
     folder = start if start.is_dir() else start.parent
     for candidate in [folder, *folder.parents]:
         for name in CONFIG_NAMES:
             if (candidate / name).is_file():
-                return candidate, load_mapping_file(candidate / name, config_schema(), empty_ok=True)
+                return candidate, load_mapping_file(candidate / name, config_schema(registry), empty_ok=True)
     return None
 
 
@@ -47,6 +48,7 @@ class Agent:
     base_dir: Path
     path: Path | None = None
     extra_hook_dirs: list[Path] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
 
     @property
     def hook_dirs(self) -> list[Path]:
@@ -67,7 +69,7 @@ class Project:
 
     @classmethod
     def discover(cls, start: Path, registry: Registry) -> Project:
-        found = find_config(start)
+        found = find_config(start, registry)
         return cls(found[0], registry, found[1]) if found else cls(Path.cwd().resolve(), registry)
 
     # -- agents ---------------------------------------------------------------------------------
@@ -97,7 +99,8 @@ class Project:
         if config is None:
             raise UsageError(f"{path}: target {data['target']!r} must be python:module:function, a URL or a mapping")
         hooks = [base / data["hooks"]] if data.get("hooks") else []
-        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks)
+        resources = dict(data.get("resources") or {})
+        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks, resources)
 
     def agents(self) -> dict[str, Agent]:
         """Every agent file under the root, by id (hidden and vendored folders skipped)."""

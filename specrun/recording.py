@@ -77,6 +77,8 @@ def mark_flaky(history: History, jobs: Jobs, root: Path) -> None:
         job.flaky = CaseKey(case_suite(job.case, root, known), job.case.id, job.agent.id) in flaky
 
     jobs.mark = mark
+    for job in jobs.held or ():  # made already (an executor that ships them)
+        mark(job)
 
 
 def _digest(text: str) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import PluginError, UsageError
-from .kinds import AssertionType, Plugin, Reporter, Simulator, Source, Target
+from .kinds import AssertionType, Executor, Plugin, Reporter, Simulator, Source, Target
 
 KINDS: dict[str, type[Plugin]] = {
     "assertion": AssertionType,
@@ -15,6 +15,7 @@ KINDS: dict[str, type[Plugin]] = {
     "source": Source,
     "simulator": Simulator,
     "reporter": Reporter,
+    "executor": Executor,
 }
 
 

@@ -76,6 +76,20 @@ class Result:
     _line: str = field(default="", init=False, repr=False, compare=False)
     _public: str | None = field(default=None, init=False, repr=False, compare=False)
 
+    @classmethod
+    def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
+        """A result sealed elsewhere (an executor's worker), from its record and line: what the
+        runner reports is that record and line as they were made."""
+        assertions = [AssertionResult(**a) for a in record.get("assertions") or []]
+        output, calls = record.get("output"), record.get("tool_calls")
+        result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
+        result.error, result.assertions = record.get("error"), assertions
+        result.response = Response(content=output) if output is not None or calls else None
+        result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
+        result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
+        result._record, result._line = record, line
+        return result
+
     def seal(self) -> None:
         """Make the result final: build its record and strict JSON line, once.
 
@@ -215,9 +229,10 @@ class RunInfo:
     mode: str = "standard"  # "dynamic" when every case is (the console's header says so)
     project_root: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    shard: dict[str, Any] | None = None  # --shard: which part of which selection (see specrun.shard)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "agent_id": self.agent_id,
             **({"agents": self.agents} if len(self.agents) > 1 else {}),
             "agent_path": self.agent_path,
@@ -232,3 +247,6 @@ class RunInfo:
             "started_at": self.started_at,
             "timestamp": self.started_at,  # V1's name for it
         }
+        if self.shard is not None:
+            data["shard"] = self.shard
+        return data

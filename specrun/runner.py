@@ -23,16 +23,15 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .errors import ReportError, SpecrunError, TargetError
-from .kinds import Check, Session
+from .kinds import CaseCancelled, Check, Session
 from .lifecycle import Lifecycle
 from .limiter import CASE_DEADLINE
 from .model import (
-    DEFAULT_TIMEOUT,
     ENVIRONMENT_DEFAULTS,
     TIMEOUT_ERROR,
     Case,
@@ -44,6 +43,7 @@ from .model import (
     format_duration,
 )
 from .model_cache import CASE_TALLY, CacheTally
+from .options import RunOptions
 from .plugins import Plugins
 from .proctree import kill_all
 from .project import Agent, Project
@@ -59,27 +59,6 @@ if TYPE_CHECKING:
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 INTERRUPT_GRACE = 5.0
 """Seconds an ``after`` hook or AfterAll still gets once the run is interrupted."""
-
-
-@dataclass
-class RunOptions:
-    """How to run: the CLI flags that shape scheduling and the case environment."""
-
-    parallel: int = 1
-    timeout: float = DEFAULT_TIMEOUT
-    runs: int = 1
-    fail_fast: bool = False
-    user: str | None = None
-    team: str | None = None
-    locale: str | None = None
-    extra_context: dict[str, Any] = field(default_factory=dict)  # --ctx, less the environment's fields
-    environment: dict[str, str] = field(default_factory=dict)  # --ctx values of the environment's fields
-    before_all: str | None = None
-    after_all: str | None = None
-    connector: str | None = None
-    simulator: str | None = None
-    min_pass_rate: float | None = None
-    update_snapshots: bool = False
 
 
 @dataclass
@@ -111,6 +90,7 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -133,6 +113,7 @@ class Runner:
                 finally:
                     self._report_queued()  # an interrupted or failed run still reports every result it has
                     self._finishing = True
+                    await self.executor.close()
                     await self.project.aclose()
                     if self.models is not None:
                         await self.models.aclose()
@@ -145,6 +126,13 @@ class Runner:
             kept = "the reports say incomplete" if summary.get("incomplete") else f"every result is in {stream.path}"
             raise ReportError("; ".join(lifecycle.broken.values()) + f"; {kept}")
         return summary
+
+    async def start(self, jobs: Jobs) -> None:
+        """Start the executor, before ``run``; with no ``--parallel`` given, it says how many cases run at once."""
+        if self.options.executor != "local":  # it ships the cases and addresses each job's by identity
+            jobs.hold()
+        await self.executor.start(jobs)
+        self.options.parallel = self.options.parallel or self.executor.parallel()
 
     async def _run_jobs(self, jobs: Jobs) -> None:
         """BeforeAll, the cases, AfterAll. A suite file that cannot be read again once the cases
@@ -190,6 +178,10 @@ class Runner:
                 pass  # not the main thread (e.g. inside pytest-xdist or a thread): no handler
         return handled
 
+    def interrupt(self, name: str | None) -> None:
+        """Mark the run interrupted by ``name`` (None: not) for an executor's worker, which cancels its case itself."""
+        self.interrupted, self._stop = name, ("interrupted" if name else None)
+
     def _on_signal(self, sig: int) -> None:
         name = signal.Signals(sig).name
         if self.interrupted or self._late_signal:  # a second one: leave at once, with what is final
@@ -230,8 +222,8 @@ class Runner:
             if self._stop:
                 return
             try:
-                result = await self.run_one(job)
-            except _Cancelled as cancelled:
+                result = await self.executor.run(job)
+            except CaseCancelled as cancelled:
                 self._report(cancelled.result)
                 raise asyncio.CancelledError from None
             self._report(result)
@@ -304,7 +296,7 @@ class Runner:
     async def run_one(self, job: Job) -> Result:
         """Run one case once (hooks included) and return its result, without reporting it.
 
-        If the task is cancelled, the interrupted result is carried by ``_Cancelled``.
+        If the task is cancelled, the interrupted result is carried by ``CaseCancelled``.
         """
         case = job.case
         started = time.perf_counter()
@@ -328,10 +320,7 @@ class Runner:
             result = Result(case, "error", run=job.run, error=str(exc))
         except asyncio.CancelledError:
             cancelled = True
-            if self._stop == "interrupted":
-                result = Result(case, "error", run=job.run, error="interrupted")
-            else:
-                result = Result(case, "skipped", run=job.run, error=f"cancelled by {self._stop}")
+            result = self.cancelled(job)
         result.context = ctx
         result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -353,7 +342,19 @@ class Runner:
         result.cached, result.flaky = tally.all_cached, job.flaky
         result.seal()  # final now: an output JSON cannot hold makes this case an error, here
         if cancelled:
-            raise _Cancelled(result)
+            raise CaseCancelled(result)
+        return result
+
+    def cancelled(self, job: Job, duration_ms: float | None = None) -> Result:
+        """The result of a case cancelled in flight: ``error: interrupted`` after a signal, else
+        ``skipped`` (``cancelled by --fail-fast``); sealed when ``duration_ms`` is given."""
+        stopped = self._stop == "interrupted"
+        why = "interrupted" if stopped else f"cancelled by {self._stop}"
+        result = Result(job.case, "error" if stopped else "skipped", run=job.run, error=why)
+        if duration_ms is not None:
+            result.context = self.context_for(job.case, job.run)
+            result.duration_ms, result.flaky = duration_ms, job.flaky
+            result.seal()
         return result
 
     async def _hook(self, kind: str, ref: str, dirs: list[Any], agents: list[Agent], budget: float, *args: Any) -> Any:
@@ -485,10 +486,3 @@ class Runner:
 
 class _HookFailed(Exception):
     pass
-
-
-class _Cancelled(Exception):
-    """A cancelled case, with the result recorded for it."""
-
-    def __init__(self, result: Result):
-        self.result = result

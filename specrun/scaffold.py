@@ -115,7 +115,7 @@ KEEP_SCHEMAS = """\
 
 def files(registry: Registry) -> dict[str, str]:
     """What ``init`` writes, by path relative to the project folder (the ``.gitignore`` apart)."""
-    schemas = {"suite": compose(registry), "agent": agent_schema(registry), "config": config_schema()}
+    schemas = {"suite": compose(registry), "agent": agent_schema(registry), "config": config_schema(registry)}
     written = {
         "specrun.yaml": CONFIG,
         "agent.yaml": AGENT,

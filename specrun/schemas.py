@@ -78,11 +78,19 @@ def agent_schema(registry: Registry) -> dict[str, Any]:
     return schema
 
 
-def config_schema() -> dict[str, Any]:
-    """The project-config schema, self-contained."""
+def config_schema(registry: Registry | None = None) -> dict[str, Any]:
+    """The project-config schema, self-contained, its ``executor`` slot filled from ``registry``
+    (without one: any executor name or mapping)."""
     schema = copy.deepcopy(shipped("config"))
     schema["$defs"] = {"duration": shipped("suite")["$defs"]["duration"]}
     schema["properties"]["timeout"] = {"$ref": "#/$defs/duration"}
+    if registry is None:
+        return schema
+    executors = registry.classes("executor")
+    slot = _typed_slot("executor type", executors, {"type": {}})
+    described = {"description": schema["properties"]["executor"]["description"]}
+    schema["properties"]["executor"] = {"if": {"type": "string"}, "then": {"enum": list(executors)}, "else": slot}
+    schema["properties"]["executor"].update(described)
     return schema
 
 

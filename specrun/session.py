@@ -31,6 +31,8 @@ from .project import Agent, Project
 from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
 from .selection import Selection
+from .shard import Shard
+from .shard import select as select_shard
 from .stream import ResultStream
 
 
@@ -59,6 +61,8 @@ class RunRequest:
     tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
     keywords: str | None = None  # -k: an expression on substrings of case ids and names
     reporter_agent: str | None = None  # -r: the agent that writes the -o reports
+    shard: str | None = None  # --shard I/N: run only that part of the selected cases
+    executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
     no_cache: bool = False
     update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
@@ -101,7 +105,7 @@ class RunSession:
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
         self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
-        self.models = _models(self.project, request.no_cache)
+        self.models = model_client(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why
@@ -109,6 +113,8 @@ class RunSession:
         self._plan: Plan | None = None
         self._temporary: Path | None = None
         self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
+        self.shard = Shard.parse(request.shard) if request.shard else None  # a bad value: before anything loads
+        self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
     @property
     def direct(self) -> bool:
@@ -156,6 +162,10 @@ class RunSession:
 
             plan.pairs, note = rerun_failed(plan.pairs, self.project, last_failed=req.last_failed)
             self.notes.append(note)
+        if self.shard is not None:  # an empty shard is a run of nothing: its stream still joins the merge
+            selected = len(plan.pairs)
+            plan.pairs, partition = select_shard(plan.pairs, self.shard, self.project.root, self._durations)
+            self._shard_info = partition.info(selected)
         agents = plan.pairs.used_agents()
         if req.connector and not any(self.project.takes_model(agent) for agent in agents):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for a in agents}))
@@ -190,6 +200,7 @@ class RunSession:
             self.models.preload(uses)
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
+        await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         recorder = self._recorder(plan, jobs, stream.path)
         environment = self.runner.environment()
         info = RunInfo(
@@ -209,6 +220,7 @@ class RunSession:
             agent_path=_agent_path(plan),
             mode="dynamic" if plan.all_dynamic else "standard",
             project_root=self.project.root,
+            shard=self._shard_info,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
         # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not
@@ -235,6 +247,24 @@ class RunSession:
             record=record,
         )
 
+    def _durations(self, case_ids: list[str]) -> dict[str, float]:
+        """Past mean durations (ms) from the run history, which balance ``--shard``; none with
+        ``--no-history``, or when there is no usable history."""
+        from .history import History, HistoryError
+
+        if not self.request.history:
+            return {}
+        try:
+            history = History.open(self.project.root, self.project.config)
+        except HistoryError:
+            return {}
+        try:
+            return history.durations(case_ids)
+        except HistoryError:
+            return {}
+        finally:
+            history.close()
+
     def _recorder(self, plan: Plan, jobs: Jobs, stream: Path) -> object | None:
         """The run's recorder into the project's run history (None when it is off), with the
         jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
@@ -246,6 +276,9 @@ class RunSession:
 
         history = History.open(self.project.root, self.project.config, create=True)
         mark_flaky(history, jobs, self.project.root)
+        if self.shard is not None:  # a part of a run is not recorded: every shard then balances by the same durations
+            history.close()
+            return None
         kept = None if self._temporary is not None else stream
         return HistoryRecorder(history, plan, self.project.root, self.request.argv, kept)
 
@@ -307,8 +340,9 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
     if timeout <= 0:  # specrun.yaml's timeout is checked by its schema
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
     context = _read_context(request.context_file)
+    executor, executor_options = _executor(request, config)
     return RunOptions(
-        parallel=request.parallel or config.get("parallel") or 1,
+        parallel=request.parallel or config.get("parallel") or 0,  # 0: as many as the executor says
         timeout=timeout,
         runs=request.runs,
         fail_fast=request.fail_fast,
@@ -323,7 +357,21 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         simulator=request.simulator,
         min_pass_rate=request.min_pass_rate,
         update_snapshots=request.update_snapshots,
+        no_cache=request.no_cache,
+        executor=executor,
+        executor_options=executor_options,
     )
+
+
+def _executor(request: RunRequest, config: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The executor's name and options: ``--executor``, else ``executor:`` in specrun.yaml (a
+    name, or a mapping with ``type`` and the executor's options), else ``local``."""
+    configured = config.get("executor") or "local"
+    if isinstance(configured, str):
+        configured = {"type": configured}
+    name = request.executor or configured["type"]
+    options = {k: v for k, v in configured.items() if k != "type"} if name == configured["type"] else {}
+    return name, options
 
 
 def _read_context(path: Path | None) -> dict[str, Any]:
@@ -358,7 +406,8 @@ def _environment_of(context: dict[str, Any], path: Path | None) -> dict[str, str
     return environment
 
 
-def _models(project: Project, no_cache: bool) -> Any:
+def model_client(project: Project, no_cache: bool) -> Any:
+    """The run's model client (None without litellm's extra); an executor's worker makes its own."""
     try:
         from .llm import ModelClient
     except ImportError:

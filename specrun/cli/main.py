@@ -21,6 +21,7 @@ COMMANDS = {
     "schema": "specrun.cli.schema",
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
+    "merge": "specrun.cli.merge",
     "view": "specrun.cli.view",
     "init": "specrun.cli.init",
     "history": "specrun.cli.history",

@@ -49,6 +49,8 @@ import click
 @click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
 @click.option("-m", "tags", metavar="EXPR", help="Only cases whose tags match: 'smoke and not slow' (pytest's -m).")
 @click.option("-k", "keywords", metavar="EXPR", help="Only cases whose id or name has these substrings (pytest's -k).")
+@click.option("--shard", help="Run only part I of N of the selected cases (I/N, e.g. 2/3); see specrun merge.")
+@click.option("--executor", help="Where cases execute: local (default), ray (a Ray cluster: RAY_ADDRESS).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failed case (cancels running ones).")
 @click.option("--dry-run", is_flag=True, help="Show the resolved cases; run and write nothing.")
 @click.option(
@@ -123,6 +125,8 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         tags=flags["tags"],
         keywords=flags["keywords"],
         reporter_agent=flags["reporter"],
+        shard=flags["shard"],
+        executor=flags["executor"],
         saving=flags["save"],
         no_cache=flags["no_cache"],
         update_snapshots=flags["update_snapshots"],

@@ -24,7 +24,9 @@ def command(kind: str) -> None:
     from ..schemas import agent_schema, compose, config_schema
 
     registry = default_plugins().registry
-    schema = {"suite": lambda: compose(registry), "agent": lambda: agent_schema(registry), "config": config_schema}[
-        kind
-    ]()
+    schema = {
+        "suite": lambda: compose(registry),
+        "agent": lambda: agent_schema(registry),
+        "config": lambda: config_schema(registry),
+    }[kind]()
     click.echo(json.dumps(schema, indent=2, ensure_ascii=False))

@@ -1,7 +1,7 @@
 """The plugin API: everything a plugin imports besides ``specrun`` itself.
 
 A plugin subclasses a kind (:class:`AssertionType`, :class:`Target`, :class:`Source`,
-:class:`Simulator`, :class:`Reporter`), registers it from a hook marked ``@specrun.hookimpl``
+:class:`Simulator`, :class:`Reporter`, :class:`Executor`), registers it from a hook marked ``@specrun.hookimpl``
 (or with :func:`registrar`), and works with the data types, errors and helpers below. The
 names here are stable; the engine modules they come from are not. ``docs/plugins.md``
 documents each one; :mod:`specrun.plugin.testing` runs plugins in tests.
@@ -17,7 +17,9 @@ from ..imports import find_module, load_callable, ref_problem, split_ref
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from ..kinds import (
     AssertionType,
+    CaseCancelled,
     Check,
+    Executor,
     Plugin,
     Reporter,
     Session,
@@ -62,7 +64,9 @@ from ..plugins import registrar
 from ..proctree import ProcessTree
 from ..redact import redact, redact_json
 from ..redact import register as register_secret
+from ..remote import RemoteRun, RemoteWorker
 from ..results import Result, RunInfo, utc_timestamp
+from ..runner import INTERRUPT_GRACE, Job
 from ..services import Models, Parsed, Services
 from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan
@@ -73,6 +77,7 @@ __all__ = [
     "COMPARE_THRESHOLD",
     "DATA_RULES",
     "DEFAULT_COMPARE_MODE",
+    "INTERRUPT_GRACE",
     "JUDGE_THRESHOLD",
     "LIMITERS",
     "MISSING",
@@ -81,12 +86,15 @@ __all__ = [
     "Assertion",
     "AssertionType",
     "Case",
+    "CaseCancelled",
     "CaseStats",
     "Check",
     "Completion",
     "Context",
     "EvaluationError",
+    "Executor",
     "FlagError",
+    "Job",
     "JudgeReply",
     "Matrix",
     "Message",
@@ -98,6 +106,8 @@ __all__ = [
     "Plugin",
     "PluginError",
     "ProcessTree",
+    "RemoteRun",
+    "RemoteWorker",
     "Reporter",
     "Response",
     "Result",

@@ -1,0 +1,161 @@
+"""``specrun merge``: shard streams joined into the reports an unsharded run writes, with its
+totals, stability and exit code; streams that do not belong together are refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from junitparser import JUnitXml
+from support.cli import run_cli
+from test_shards import make_project, run_shards
+
+FLAKY = """
+def reply(messages, ctx):
+    text = messages[-1].content
+    if text.endswith("-6") or (text.endswith("-3") and ctx.run == 2):
+        return "wrong"
+    return text
+"""
+
+
+def project(tmp_path: Path) -> Path:
+    root = make_project(tmp_path / "p", files=3, per_file=7)
+    (root / "agent" / "bot.py").write_text(FLAKY)  # c6 always fails, c3 fails its second run
+    return root
+
+
+def without_timing(value):
+    if isinstance(value, dict):
+        return {k: without_timing(v) for k, v in value.items() if "duration" not in k and not k.endswith("_ms")}
+    if isinstance(value, list):
+        return [without_timing(v) for v in value]
+    return value
+
+
+RUN = ("--runs", "3", "--min-pass-rate", "60", "--no-history")  # no flaky marks from the first run
+
+
+def test_merged_reports_equal_an_unsharded_run(tmp_path):
+    root = project(tmp_path)
+    whole = run_cli(["agent", *RUN, "-q", "-o", "whole.json", "-o", "whole.xml"], cwd=root)
+    assert whole.returncode == 1
+    shards = run_shards(root, 3, *RUN)
+    outs = ["merged.json", "merged.xml", "merged.md", "merged.html", "merged.jsonl"]
+    done = run_cli(["merge", *map(str, shards), *(a for o in outs for a in ("-o", o))], cwd=root)
+    assert done.returncode == whole.returncode, done.stdout + done.stderr
+    assert "3 of 3 shards, 21 cases)" in done.stdout
+    a, b = (json.loads((root / f).read_text()) for f in ("whole.json", "merged.json"))
+    assert without_timing(a["summary"]) == without_timing(b["summary"])
+    assert (b["summary"]["passed"], b["summary"]["failed"], b["summary"]["total_runs"]) == (18, 3, 63)
+    assert without_timing(a["results"]) == without_timing(b["results"])
+    flaky = next(r for r in b["results"] if r["id"] == "c3")  # stability over its three runs, in one shard
+    assert (flaky["status"], flaky["pass_rate"], flaky["classification"]) == ("passed", 66.7, "Unstable")
+    junit = [JUnitXml.fromfile(str(root / f)) for f in ("whole.xml", "merged.xml")]
+    assert [(s.tests, s.failures, s.errors) for s in junit[0]] == [(s.tests, s.failures, s.errors) for s in junit[1]]
+    assert "c6" in (root / "merged.md").read_text() and "c6" in (root / "merged.html").read_text()
+    for report in ("merged.json", "merged.jsonl"):  # diff takes the merged report and the merged stream
+        compared = run_cli(["diff", "whole.json", report], cwd=root)
+        assert compared.returncode == 0, compared.stdout
+        assert "No regressions" in compared.stdout and "incomplete" not in compared.stdout
+
+
+def test_diff_of_merged_reports_finds_a_regression(tmp_path):
+    root = project(tmp_path)
+    run_cli(["merge", *map(str, run_shards(root, 2)), "-o", "before.json"], cwd=root)
+    (root / "agent" / "bot.py").write_text(FLAKY.replace('"-6"', '"-5"'))
+    run_cli(["merge", *map(str, run_shards(root, 2)), "-o", "after.json"], cwd=root)
+    compared = run_cli(["diff", "before.json", "after.json"], cwd=root)
+    assert compared.returncode == 1 and "Newly failing (3)" in compared.stdout and "Fixed (3)" in compared.stdout
+
+
+def test_a_missing_shard_makes_the_merged_run_incomplete(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 3)
+    done = run_cli(["merge", str(shards[0]), str(shards[2]), "-o", "merged.json"], cwd=root)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "2 of 3 shards, 14 of 21 cases" in done.stdout and "shard 2/3 not merged" in done.stderr
+    report = json.loads((root / "merged.json").read_text())
+    assert "shard 2/3 not merged" in report["metadata"]["incomplete"]
+    assert report["summary"]["not_run"] == 7
+    compared = run_cli(["diff", "merged.json", "merged.json"], cwd=root)
+    assert compared.returncode == 1 and "NEW is incomplete" in compared.stdout
+
+
+def test_a_shard_cut_short_makes_the_merged_run_incomplete(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    lines = shards[1].read_text().splitlines()
+    shards[1].write_text("\n".join(lines[:-3]) + "\n")  # killed: two results and the summary lost
+    done = run_cli(["merge", *map(str, shards), "-o", "merged.json"], cwd=root)
+    assert done.returncode == 3 and "has no summary line" in done.stderr
+    assert json.loads((root / "merged.json").read_text())["summary"]["not_run"] == 2
+
+
+def refused(root: Path, *streams: Path | str) -> str:
+    done = run_cli(["merge", *map(str, streams), "-o", "merged.json"], cwd=root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and not (root / "merged.json").exists()
+    return done.stderr
+
+
+def test_refuses_overlapping_shards(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    assert "both hold shard 1/2: overlapping shards" in refused(root, shards[0], shards[1], shards[0])
+    (root / "again").mkdir()
+    again = root / "again" / "shard1.jsonl"
+    run_cli(["agent", "--shard", "1/2", "-o", str(again)], cwd=root)
+    assert "overlapping shards" in refused(root, shards[0], again)
+    thirds = run_shards(root, 3, name="third")
+    assert "are parts of different splits (2 and 3)" in refused(root, shards[0], thirds[1])
+
+
+def test_refuses_streams_of_different_suites_or_runs(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    other = tmp_path / "other"
+    make_project(other, files=2)
+    elsewhere = run_shards(other, 2)
+    assert "ran different selections of cases" in refused(root, shards[0], elsewhere[1])
+    filtered = root / "filtered.jsonl"
+    run_cli(["agent", "--shard", "2/2", "--run", "c[0-4]", "-o", str(filtered)], cwd=root)
+    assert "ran different selections of cases" in refused(root, shards[0], filtered)
+    twice = root / "twice.jsonl"
+    run_cli(["agent", "--shard", "2/2", "--runs", "2", "-o", str(twice)], cwd=root)
+    assert "ran with different --runs (1 and 2)" in refused(root, shards[0], twice)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"type": "start", "total_cases": 1}\n', "not a shard's stream: its run had no --shard I/N"),
+        ('{"type": "result", "id": "a", "status": "passed"}\n', "its first line is no start record"),
+        ("not json\n{}\n", "bad.jsonl: not a specrun report"),
+    ],
+)
+def test_refuses_what_is_not_a_shard_stream(tmp_path, content, message):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    bad = root / "bad.jsonl"
+    bad.write_text(content)
+    assert message in refused(root, shards[0], bad)
+
+
+def test_a_bad_field_names_the_file_and_line(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    lines = shards[1].read_text().splitlines()
+    record = json.loads(lines[2])
+    record["duration_ms"] = "slow"
+    lines[2] = json.dumps(record)
+    shards[1].write_text("\n".join(lines) + "\n")
+    assert f"{shards[1]}:3: field duration_ms: expected a finite number" in refused(root, *shards)
+
+
+def test_merge_does_not_overwrite_a_stream(tmp_path):
+    root = project(tmp_path)
+    shards = run_shards(root, 2)
+    done = run_cli(["merge", *map(str, shards), "-o", str(shards[0])], cwd=root)
+    assert done.returncode == 2 and "is an input of this run" in done.stderr
