@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -43,27 +44,37 @@ class Run(NamedTuple):
     peak_mb: float
 
 
+# The child's peak memory, as its own: a process forked from this one (a pytest worker that
+# may have grown to hundreds of MB) starts with the worker's pages, and ru_maxrss keeps that
+# figure across exec. So a small launcher forks the command and reports that child's figure.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run(*args: str, cwd: Path, timeout: float = BOUND, env: dict[str, str] | None = None) -> Run:
     """A child process, timed, with its own peak memory; killed after ``timeout`` seconds."""
-    out, err = cwd / ".out", cwd / ".err"
+    out, err, peak_file = cwd / ".out", cwd / ".err", cwd / ".peak"
     start = time.monotonic()
     with out.open("wb") as o, err.open("wb") as e:
-        proc = subprocess.Popen(args, cwd=cwd, stdout=o, stderr=e, env=env)
-        code: int | None = None
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                code = os.waitstatus_to_exitcode(status)
-                peak = usage.ru_maxrss / 1024
-                break
-            if time.monotonic() - start > timeout:
-                proc.kill()
-                _, _, usage = os.wait4(proc.pid, 0)
-                peak = usage.ru_maxrss / 1024
-                break
-            time.sleep(0.02)
-        proc.returncode = code if code is not None else -9  # reaped here: Popen must not wait again
+        launcher = [sys.executable, "-c", LAUNCHER, str(peak_file), *args]
+        proc = subprocess.Popen(launcher, cwd=cwd, stdout=o, stderr=e, env=env, start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=max(timeout - (time.monotonic() - start), 0.1))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the command too, not only the launcher
+            proc.wait()
+            code = None
     seconds = time.monotonic() - start
+    peak = int(peak_file.read_text()) / 1024 if peak_file.exists() else float("inf")
     return Run(code, out.read_text("utf-8", "replace"), err.read_text("utf-8", "replace"), seconds, peak)
 
 
