@@ -246,6 +246,10 @@ def test_view_without_history_is_a_usage_error(tmp_path):
     (tmp_path / "specrun.yaml").write_text("history: false\n")
     proc = run_cli(["view", "--port", "0"], tmp_path)
     assert proc.returncode == 2 and "history is off" in proc.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = run_cli(["view", "--port", "0", "-C", str(tmp_path)], elsewhere)  # the project named, not the cwd
+    assert proc.returncode == 2 and "history is off" in proc.stderr
 
 
 def test_view_help_lists_its_options():

@@ -18,7 +18,14 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="The history database (default: the project's, .specrun/history.db unless specrun.yaml says otherwise).",
 )
-def command(port: int, host: str, db: Path | None) -> None:
+@click.option(
+    "-C",
+    "--project",
+    "folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of the project (default: the current one), as for specrun history.",
+)
+def command(port: int, host: str, db: Path | None, folder: Path | None) -> None:
     """Browse recorded runs: transcripts, a case across runs, two runs compared, agents side by side.
 
     Prints its URL first and opens a browser when run in a terminal. Read-only, except the
@@ -33,7 +40,7 @@ def command(port: int, host: str, db: Path | None) -> None:
     from ..viewer.app import LOOPBACK, Viewer, serve
     from ..viewer.store import Store
 
-    project = Project.discover(Path.cwd(), default_plugins().registry)
+    project = Project.discover(folder or Path.cwd(), default_plugins().registry)
     config = {**project.config, "history": str(db.resolve())} if db else project.config
     history = History.open(project.root, config)  # a HistoryError says why not (off, missing, too new)
     viewer = Viewer(Store(history), project.root, host)
