@@ -15,9 +15,10 @@ summary is read back from the result stream, whose secrets are masked already.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +43,25 @@ def github_actions(environ: Mapping[str, str]) -> list[object]:
     summary = environ.get("GITHUB_STEP_SUMMARY")
     workspace = environ.get("GITHUB_WORKSPACE")
     return [GitHubActions(Path(summary) if summary else None, Path(workspace) if workspace else None)]
+
+
+@contextlib.contextmanager
+def commands_stopped(environ: Mapping[str, str], out: IO[str] | None = None) -> Iterator[None]:
+    """In a GitHub job, workflow commands are off while the block prints (what an agent wrote,
+    outside a run's lifecycle: direct mode's answer); elsewhere nothing is printed."""
+    if environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    out = out or sys.stdout
+    token = secrets.token_hex(16)
+    out.write(f"::stop-commands::{token}\n")
+    out.flush()
+    try:
+        yield
+    finally:
+        out.flush()
+        out.write(f"::{token}::\n")
+        out.flush()
 
 
 def _escape_data(text: str) -> str:

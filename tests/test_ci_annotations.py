@@ -181,3 +181,14 @@ def test_cases_flaky_in_the_run_history_are_marked(tmp_path):
     assert line.startswith("::error file=suite.yaml,line=2,title=coin::failed: contains: ")
     assert "(flaky in the run history)" in line
     assert "suite.yaml:2 · failed · flaky in the run history" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+
+
+def test_direct_mode_answer_cannot_issue_workflow_commands(tmp_path):
+    project(tmp_path)
+    proc = run_cli(["-i", "forge", "-n", "python:bot:answer"], cwd=tmp_path, env=github_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    answer = lines.index("::error::and in its answer")  # the agent's answer, printed last
+    tokens = [m.group(1) for line in lines[:answer] if (m := re.fullmatch(r"::stop-commands::([0-9a-f]{32})", line))]
+    assert tokens and lines[answer + 1] == f"::{tokens[-1]}::"  # off around the answer, back on after it
+    assert f"::{tokens[-1]}::" not in lines[:answer]

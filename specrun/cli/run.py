@@ -250,18 +250,20 @@ def _loop_factory() -> Any:
 def _print_direct(stream: Path) -> None:
     """Direct-message mode: the agent's answer on stdout, as safe for a terminal as run mode's."""
     from ..console import clean
+    from ..github_actions import commands_stopped
     from ..stability import iter_stream
 
-    for _, record in iter_stream(stream) if stream.exists() else ():
-        if record.get("type") == "result":
-            output = record.get("output")
-            click.echo(
-                clean(
-                    output
-                    if isinstance(output, str)
-                    else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+    with commands_stopped(os.environ):  # the answer is the agent's text: no workflow command in it acts
+        for _, record in iter_stream(stream) if stream.exists() else ():
+            if record.get("type") == "result":
+                output = record.get("output")
+                click.echo(
+                    clean(
+                        output
+                        if isinstance(output, str)
+                        else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+                    )
                 )
-            )
 
 
 def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
