@@ -8,6 +8,15 @@ from typing import Any
 
 import click
 
+# -C FOLDER: the project whose history a command reads (history, view).
+project_option = click.option(
+    "-C",
+    "--project",
+    "folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of the project (default: the current one).",
+)
+
 
 @click.command("history")
 @click.argument("case_id", required=False)
@@ -17,13 +26,7 @@ import click
 @click.option(
     "--window", type=click.IntRange(min=2), help="--flaky: runs of each case looked at (default: the setting, 10)."
 )
-@click.option(
-    "-C",
-    "--project",
-    "folder",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="A folder of the project (default: the current one).",
-)
+@project_option
 def command(
     case_id: str | None, flaky: bool, agent: str | None, limit: int, window: int | None, folder: Path | None
 ) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from .history import project_option
+
 
 @click.command("view")
 @click.option("--port", type=click.IntRange(0, 65535), default=8642, show_default=True, help="Port (0: any free one).")
@@ -18,13 +20,7 @@ import click
     type=click.Path(dir_okay=False, path_type=Path),
     help="The history database (default: the project's, .specrun/history.db unless specrun.yaml says otherwise).",
 )
-@click.option(
-    "-C",
-    "--project",
-    "folder",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="A folder of the project (default: the current one), as for specrun history.",
-)
+@project_option
 def command(port: int, host: str, db: Path | None, folder: Path | None) -> None:
     """Browse recorded runs: transcripts, a case across runs, two runs compared, agents side by side.
 
