@@ -7,6 +7,10 @@ from typing import Any
 
 from .model import DEFAULT_TIMEOUT
 
+INTERRUPT_GRACE = 5.0
+"""Seconds an ``after`` hook or AfterAll still gets once the run is interrupted, unless
+``interrupt_grace`` in ``specrun.yaml`` says otherwise."""
+
 
 @dataclass
 class RunOptions:
@@ -14,6 +18,7 @@ class RunOptions:
 
     parallel: int = 1
     timeout: float = DEFAULT_TIMEOUT
+    interrupt_grace: float = INTERRUPT_GRACE  # seconds hooks and cases in flight get after the first signal
     runs: int = 1
     fail_fast: bool = False
     user: str | None = None

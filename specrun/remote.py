@@ -8,7 +8,7 @@ cases and their agents. A job then travels as three integers and its flaky mark.
 to the worker's copy of the project, and runs one job at a time on one event loop, exactly as
 the local executor does (timeouts, case hooks, model calls). A SIGINT to the worker (how Ray
 cancels a task) stops the case in flight as an interrupt stops a local one: ``error:
-interrupted``, its ``after`` hook still run (within ``INTERRUPT_GRACE``).
+interrupted``, its ``after`` hook still run (within the run's ``interrupt_grace``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ Nothing user code does can hold the run: the agent's reply, each check of it and
 the case timeout (global hooks the run's), sync code runs in daemon threads that a timeout
 abandons, and signals are handled on the event loop. The first SIGINT or SIGTERM cancels the
 cases in flight; ``after`` hooks (also one already running) and AfterAll still run, within
-``INTERRUPT_GRACE`` seconds each. Once every case is done, a signal lets the reports finish.
+``options.interrupt_grace`` seconds each (``interrupt_grace`` in specrun.yaml, default
+``INTERRUPT_GRACE``). Once every case is done, a signal lets the reports finish.
 A second signal exits at once, killing every agent process tree first.
 """
 
@@ -57,8 +58,6 @@ if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
-INTERRUPT_GRACE = 5.0
-"""Seconds an ``after`` hook or AfterAll still gets once the run is interrupted."""
 
 
 @dataclass
@@ -195,7 +194,7 @@ class Runner:
         self._stop = "interrupted"
         for task in self._tasks:
             task.cancel()
-        grace = asyncio.get_running_loop().time() + INTERRUPT_GRACE
+        grace = asyncio.get_running_loop().time() + self.options.interrupt_grace
         for deadline in self._hook_deadlines:  # a hook already running gets the grace, no more
             when = deadline.when()
             if not deadline.expired() and (when is None or when > grace):
@@ -358,10 +357,10 @@ class Runner:
         return result
 
     async def _hook(self, kind: str, ref: str, dirs: list[Any], agents: list[Agent], budget: float, *args: Any) -> Any:
-        """Call a hook within ``budget`` seconds (``INTERRUPT_GRACE`` at most once interrupted);
-        ``_HookFailed`` says why it did not return."""
+        """Call a hook within ``budget`` seconds (``options.interrupt_grace`` at most once
+        interrupted); ``_HookFailed`` says why it did not return."""
         if self.interrupted:
-            budget = min(budget, INTERRUPT_GRACE)
+            budget = min(budget, self.options.interrupt_grace)
         deadline = asyncio.timeout(budget)
         try:
             func = load_hook(kind, ref, dirs, agents)

@@ -84,6 +84,7 @@ def config_schema(registry: Registry | None = None) -> dict[str, Any]:
     schema = copy.deepcopy(shipped("config"))
     schema["$defs"] = {"duration": shipped("suite")["$defs"]["duration"]}
     schema["properties"]["timeout"] = {"$ref": "#/$defs/duration"}
+    schema["properties"]["interrupt_grace"]["$ref"] = "#/$defs/duration"
     if registry is None:
         return schema
     executors = registry.classes("executor")

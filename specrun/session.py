@@ -24,6 +24,7 @@ from .github_actions import github_actions
 from .kinds import Reporter, SourceContext
 from .loader import Loader
 from .model import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Case, Suite, parse_duration
+from .options import INTERRUPT_GRACE
 from .outputs import check_outputs, default_stream
 from .plan import Jobs, Plan, build_plan, load_inputs
 from .plugins import Plugins, default_plugins
@@ -344,6 +345,7 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
     return RunOptions(
         parallel=request.parallel or config.get("parallel") or 0,  # 0: as many as the executor says
         timeout=timeout,
+        interrupt_grace=parse_duration(config.get("interrupt_grace") or INTERRUPT_GRACE),  # checked by the schema
         runs=request.runs,
         fail_fast=request.fail_fast,
         user=request.user,

@@ -58,6 +58,7 @@ from ..model import (
     parse_duration,
     to_json,
 )
+from ..options import INTERRUPT_GRACE
 from ..outputs import atomic_writer
 from ..patterns import FlagError, PatternError, compile_pattern
 from ..plugins import registrar
@@ -66,7 +67,7 @@ from ..redact import redact, redact_json
 from ..redact import register as register_secret
 from ..remote import RemoteRun, RemoteWorker
 from ..results import Result, RunInfo, utc_timestamp
-from ..runner import INTERRUPT_GRACE, Job
+from ..runner import Job
 from ..services import Models, Parsed, Services
 from ..snapshots import Snapshot
 from ..stability import CaseStats, Stream, scan

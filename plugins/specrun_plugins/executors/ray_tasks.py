@@ -10,8 +10,8 @@ asks for its agent's ``resources`` (``num_cpus`` 1 unless the agent file says, `
 back its sealed result; the driver's runner reports it as its own. A task is never retried
 (a case must not call a paid agent twice unseen); a worker that dies makes its case an error.
 Cancelling a case (``--fail-fast``, Ctrl-C) cancels its task: Ray interrupts the worker, the
-case stops there and its ``after`` hook runs, and the driver waits for that up to
-``INTERRUPT_GRACE`` seconds.
+case stops there and its ``after`` hook runs, and the driver waits for that up to the run's
+``interrupt_grace`` (``RunOptions``, shipped to the workers with the run).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from specrun.plugin import (
-    INTERRUPT_GRACE,
     CaseCancelled,
     Executor,
     Job,
@@ -142,8 +141,9 @@ class RayExecutor(Executor):
             record, line = await ref
         except asyncio.CancelledError:
             ray.cancel(ref)  # a SIGINT in the worker: the case stops there as if interrupted, its after hook runs
+            grace = self.runner.options.interrupt_grace
             with contextlib.suppress(Exception, asyncio.CancelledError):
-                record, line = await asyncio.wait_for(asyncio.shield(ref.as_future()), INTERRUPT_GRACE)
+                record, line = await asyncio.wait_for(asyncio.shield(ref.as_future()), grace)
                 if self.runner.interrupted:  # the worker's interrupted result, after hook and all
                     raise CaseCancelled(self._received(job, record, line)) from None
             raise CaseCancelled(self.runner.cancelled(job, _ms(started))) from None
