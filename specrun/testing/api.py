@@ -134,6 +134,8 @@ class Test:
     :param read_timeout: seconds a CLI agent may take to print its prompt (any other agent:
         to reply); past it the call fails with ``TargetError`` (and later calls fail at once).
     :param cwd: working folder of a CLI agent; ``env``: extra environment variables for it.
+    :param grace: seconds a CLI agent's processes get between SIGTERM and SIGKILL when it is
+        stopped (default: the process target's, 2).
     :param evaluator: an evaluator (instance, class or dotted path) overriding the configured one.
     """
 
@@ -150,6 +152,7 @@ class Test:
         cwd: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         evaluator: Any = None,
+        grace: float | None = None,
     ):
         self.target = target
         self.match_threshold = match_threshold
@@ -159,6 +162,7 @@ class Test:
         self.cwd = cwd
         self.env = dict(env or {})
         self.evaluator = evaluator
+        self.grace = grace
         self.last_user_input: str | None = None
         self.last_agent_response: str | None = None
         self.last_response: Response | None = None
@@ -254,6 +258,8 @@ class Test:
         config: dict[str, Any] = {cls.command_param: argv, "read_timeout": self.read_timeout, "env": self.env}
         if self.prompt:
             config["prompt"] = self.prompt
+        if self.grace is not None:
+            config["grace"] = self.grace
         return cls(config, Path(self.cwd or ".")).session(Context(case_id="specrun.testing")).process
 
     async def _open_session(self) -> None:
@@ -274,7 +280,7 @@ class Test:
 
     async def stop(self) -> None:
         """Stop the agent and release what it held. A CLI agent ends with everything it started
-        (SIGTERM, then SIGKILL after two seconds; see :mod:`specrun.proctree`)."""
+        (SIGTERM, then SIGKILL after ``grace`` seconds, two by default; see :mod:`specrun.proctree`)."""
         process, session, project = self._process, self._session, self._project
         self._process = self._session = self._project = None
         try:

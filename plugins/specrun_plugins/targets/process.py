@@ -42,6 +42,7 @@ PROMPT_WINDOW = 4096
 """The longest text a prompt may match: how far back into output already searched each new
 chunk's search starts (a prompt printed across two chunks is still found)."""
 GRACE_SECONDS = 2.0
+"""Default of ``grace``: seconds from SIGTERM to SIGKILL when a case's process tree is ended."""
 STDERR_LIMIT = 16384
 
 _ANSI = re.compile(
@@ -348,6 +349,10 @@ class ProcessTarget(Target):
                 "$ref": "#/$defs/duration",
                 "description": "Longest wait for a prompt (default 30s).",
             },
+            "grace": {
+                "$ref": "#/$defs/duration",
+                "description": "When a case ends, how long its processes get between SIGTERM and SIGKILL (default 2s).",
+            },
         },
         "required": ["command"],
     }
@@ -360,6 +365,7 @@ class ProcessTarget(Target):
         self.env = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.get("env", {}).items()}
         self.prompt = config.get("prompt", DEFAULT_PROMPT)
         self.read_timeout = parse_duration(config.get("read_timeout", DEFAULT_READ_TIMEOUT))
+        self.grace = parse_duration(config.get("grace", GRACE_SECONDS))
 
     def problems(self) -> Iterable[tuple[str, str]]:
         yield from super().problems()
@@ -392,7 +398,9 @@ class ProcessTarget(Target):
             "SPECRUN_RUN": str(context.run),
             **self.env,
         }
-        return AgentProcess(self.argv, cwd=self.cwd, env=env, prompt=self.prompt, read_timeout=self.read_timeout)
+        return AgentProcess(
+            self.argv, cwd=self.cwd, env=env, prompt=self.prompt, read_timeout=self.read_timeout, grace=self.grace
+        )
 
     def session(self, context: Context) -> ProcessSession:
         return ProcessSession(self.process(context))
