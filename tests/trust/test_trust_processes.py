@@ -1,8 +1,10 @@
 """Trust: no check, hook or agent process outlives its case, and signals are always answered.
 
 Issue 11 (3: nothing hangs; 7: hooks import the same way whatever is selected) and issue 18
-(6: no process outlives its case). Each test runs the real CLI (or a real process agent) and
-checks by pid, by file and by exit code, with generous time bounds: the machine is loaded.
+(6: no process outlives its case). Each test runs the real CLI (as a process wherever signals,
+hung threads or process trees are involved; else in process, ``run_cli``) or a real process
+agent, and checks by pid, by file and by exit code, with generous time bounds: the machine is
+loaded.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+from specrun_plugins.targets.process import GRACE_SECONDS, ProcessTarget
+from support.cli import run_cli
 
+from specrun import Context, Message
+from specrun.options import INTERRUPT_GRACE
 from specrun.testing import Test
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -70,12 +76,19 @@ def reply(messages, ctx):
     return "done"
 """
 
+# Writing its report, the reporter waits for the test to have sent its signal (a mark), then a
+# little longer, so that the signal is handled on the run's event loop while the report is still
+# being written. A test that sends a second signal, which exits at once, never sends the mark.
 REPORTER = """
 import os, time
 
 def write(messages, ctx):
-    open(os.path.join(os.environ["MARKS"], "reporter-started"), "w").close()
-    time.sleep(3)
+    marks = os.environ["MARKS"]
+    open(os.path.join(marks, "reporter-started"), "w").close()
+    deadline = time.monotonic() + 30
+    while not os.path.exists(os.path.join(marks, "signal-sent")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
     return "# the report"
 """
 
@@ -164,7 +177,7 @@ def test_a_hanging_script_check_ends_at_the_case_timeout(tmp_path, check):
         {
             "id": "stuck",
             "input": "x",
-            "timeout": "1s",
+            "timeout": "300ms",
             "assertions": [{"type": "script", "script": f"checks_mod.{check}"}],
         },
         {"id": "fine", "input": "x", "assertions": [{"type": "script", "script": "checks_mod.ok"}]},
@@ -179,36 +192,37 @@ def test_a_hanging_script_check_ends_at_the_case_timeout(tmp_path, check):
     assert found["stuck"]["status"] == "error"
     [verdict] = found["stuck"]["assertions"]
     assert verdict["status"] == "error"
-    assert f"script checks_mod.{check} did not finish within the case timeout (1.0s)" in verdict["message"]
+    assert f"script checks_mod.{check} did not finish within the case timeout (300ms)" in verdict["message"]
     assert found["fine"]["status"] == "passed"
     assert lines(tmp_path / "out.jsonl")[-1]["type"] == "summary"
 
 
 def test_hanging_before_and_after_hooks_end_at_the_case_timeout(tmp_path):
     cases = [
-        {"id": "b", "input": "x", "timeout": "1s", "before": "hooks_mod.Hang"},
-        {"id": "a", "input": "x", "timeout": "1s", "after": "hooks_mod.Hang"},
+        {"id": "b", "input": "x", "timeout": "300ms", "before": "hooks_mod.Hang"},
+        {"id": "a", "input": "x", "timeout": "300ms", "after": "hooks_mod.Hang"},
         {"id": "fine", "input": "x"},
     ]
     make_project(tmp_path, cases)
     started = time.monotonic()
-    proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl")
+    # Both hooks hang at once; "fine" runs when a worker is let go by its hook's timeout.
+    proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--parallel", "2")
     _out, err = proc.communicate(timeout=60)
     assert time.monotonic() - started < 30
     assert proc.returncode == 1, err
     found = results(tmp_path / "out.jsonl")
     assert found["b"]["status"] == found["a"]["status"] == "error"
-    assert found["b"]["error"] == "before hook hooks_mod.Hang did not finish within 1.0s"
-    assert found["a"]["error"] == "after hook hooks_mod.Hang did not finish within 1.0s"
+    assert found["b"]["error"] == "before hook hooks_mod.Hang did not finish within 300ms"
+    assert found["a"]["error"] == "after hook hooks_mod.Hang did not finish within 300ms"
     assert found["fine"]["status"] == "passed"
 
 
 def test_a_hanging_before_all_hook_ends_at_the_run_timeout(tmp_path):
     make_project(tmp_path, [{"id": "fine", "input": "x"}])
-    proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--timeout", "1s", "--before", "hooks_mod.HangAll")
+    proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--timeout", "300ms", "--before", "hooks_mod.HangAll")
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3
-    assert "BeforeAll hook hooks_mod.HangAll did not finish within 1.0s" in err
+    assert "BeforeAll hook hooks_mod.HangAll did not finish within 300ms" in err
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
@@ -217,7 +231,7 @@ def test_a_signal_during_a_cpu_bound_check_is_answered_at_once(tmp_path, sig, co
     marks = make_project(tmp_path, cases)
     proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "-o", "out.json")
     wait_for(marks / "check-started")
-    time.sleep(0.3)  # the check is spinning
+    time.sleep(0.1)  # the check is spinning
     sent = time.monotonic()
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
@@ -241,15 +255,28 @@ def test_a_signal_during_a_cpu_bound_before_all_hook_is_answered_at_once(tmp_pat
     assert summary["interrupted"] is True and summary["not_run"] == 1
 
 
-@pytest.mark.parametrize(("seconds", "status"), [("0.5", "passed"), ("3600", "error")])
-def test_a_case_interrupted_in_its_after_hook_gets_one_result(tmp_path, seconds, status):
+@pytest.mark.parametrize(
+    ("seconds", "grace", "status"),
+    [
+        ("0.3", None, "passed"),  # the default grace (5 s) lets a short hook finish
+        ("3600", "300ms", "error"),  # interrupt_grace cuts a hook that would run on
+    ],
+)
+def test_a_case_interrupted_in_its_after_hook_gets_one_result(tmp_path, seconds, grace, status):
     marks = make_project(tmp_path, [{"id": "c", "input": "x", "after": "hooks_mod.SlowAfter"}])
+    if grace:
+        (tmp_path / "specrun.yaml").write_text(f"timeout: 60s\ninterrupt_grace: {grace}\n")
     proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", AFTER_SECONDS=seconds)
     wait_for(marks / "after-started-c")
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
-    assert time.monotonic() - sent < 15  # a cleanup hook gets 5 s once interrupted
+    took = time.monotonic() - sent
+    if grace:  # interrupt_grace is honoured: the hook got its 0.3 s, not the default 5 s
+        assert 0.3 <= took < 4.5, took
+    else:
+        assert INTERRUPT_GRACE == 5.0  # the default of interrupt_grace, which this run has
+        assert took < 15  # a cleanup hook gets 5 s once interrupted
     assert proc.returncode == 130, err
     [result] = results(tmp_path / "out.jsonl").values()
     assert result["status"] == status
@@ -272,6 +299,7 @@ def test_a_signal_while_reports_are_written_lets_them_finish(tmp_path, sig):
     proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "-o", "report.md", "-r", "agents:reporter")
     wait_for(marks / "reporter-started")
     proc.send_signal(sig)
+    (marks / "signal-sent").touch()
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err  # every case ran: the run is complete, and says so
     assert (tmp_path / "report.md").read_text() == "# the report"
@@ -315,19 +343,22 @@ for line in sys.stdin:
 
 
 def test_a_second_ctrl_c_kills_agents_that_ignore_sigterm(tmp_path):
-    marks = make_project(
-        tmp_path, [{"id": f"c{i}", "input": "x"} for i in range(2)], "{type: process, command: agent.py}"
-    )
+    # A long grace: without the second Ctrl-C, ending the agents would take 10 s (the cap on
+    # closing a case's session), so a quick exit shows that it was the second Ctrl-C.
+    cases = [{"id": f"c{i}", "input": "x"} for i in range(2)]
+    marks = make_project(tmp_path, cases, "{type: process, command: agent.py, grace: 60s}")
     (tmp_path / "agent.py").write_text(STUBBORN_AGENT)
     proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--parallel", "2")
     for i in range(2):
         wait_for(marks / f"agent-c{i}")
     pids = [int((marks / f"agent-c{i}").read_text()) for i in range(2)]
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)  # the agents get SIGTERM, which they ignore, and 2 s of grace
-    time.sleep(0.3)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)  # the agents get SIGTERM, which they ignore, and the grace
+    time.sleep(0.3)  # handled: two signals sent together may arrive as one
+    sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
+    assert time.monotonic() - sent < 5
     assert proc.returncode == 130
     assert gone(pids, limit=2) == []
 
@@ -347,7 +378,7 @@ middle = subprocess.Popen(
 )
 escaped = int(middle.stdout.readline())
 middle.wait()
-with open(os.environ["PIDS"], "w") as f:
+with open(os.path.join(os.environ["PIDS"], os.environ["SPECRUN_CASE_ID"]), "w") as f:
     f.write(" ".join(str(p) for p in (os.getpid(), stubborn.pid, own_session.pid, escaped)))
 print("(agent) >> ", end="", flush=True)
 for line in sys.stdin:
@@ -362,26 +393,59 @@ def tree_pids(path: Path) -> list[int]:
 def test_no_process_an_agent_started_outlives_its_case(tmp_path):
     (tmp_path / "tree.py").write_text(TREE_AGENT)
     cases = [{"id": f"c{i}", "input": "hi", "expected": "echo hi"} for i in range(2)]
-    make_project(tmp_path, cases, "{type: process, command: tree.py}")
-    pid_files = []
-    for i in range(2):  # one case at a time: each writes its tree's pids where PIDS says
-        pid_files.append(tmp_path / f"pids{i}")
-        proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--run", f"c{i}", PIDS=str(pid_files[-1]))
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, out + err
-    pids = [p for f in pid_files for p in tree_pids(f)]
+    # A short grace: the stubborn processes ignore SIGTERM and are SIGKILLed when it is over.
+    make_project(tmp_path, cases, "{type: process, command: tree.py, grace: 300ms}")
+    # Both cases at once, each tree ended at its own case's end; each writes its tree's pids to a
+    # file named after the case, under PIDS.
+    proc = start(tmp_path, "suite.jsonl", "-o", "out.jsonl", "--parallel", "2", PIDS=str(tmp_path))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    pids = [p for i in range(2) for p in tree_pids(tmp_path / f"c{i}")]
     assert len(pids) == 8
     assert gone(pids) == []
 
 
 async def test_the_test_api_leaves_no_process_behind(tmp_path):
     (tmp_path / "tree.py").write_text(TREE_AGENT)
-    pid_file = tmp_path / "pids"
-    async with Test([sys.executable, str(tmp_path / "tree.py")], env={"PIDS": str(pid_file)}) as t:
+    async with Test([sys.executable, str(tmp_path / "tree.py")], env={"PIDS": str(tmp_path)}, grace=0.3) as t:
         assert await t.send("hi") == "echo hi"
-        pids = tree_pids(pid_file)
+        pids = tree_pids(tmp_path / "specrun.testing")
         assert all(alive(p) for p in pids)
+        stopping = time.monotonic()
+    took = time.monotonic() - stopping
+    assert 0.3 <= took < GRACE_SECONDS - 0.1, took  # grace= is honoured: the stubborn processes got 0.3 s
     assert gone(pids) == []
+
+
+async def test_the_process_targets_grace_is_honoured(tmp_path):
+    """``grace``: how long a case's processes get between SIGTERM and SIGKILL (default 2 s)."""
+    assert GRACE_SECONDS == 2.0
+    assert ProcessTarget({"command": "agent.py"}, tmp_path).process(Context(case_id="c")).grace == GRACE_SECONDS
+    command = [sys.executable, "echo_cli.py", "--ignore-term"]
+    agents = Path(__file__).parents[1] / "agents"
+    session = ProcessTarget({"command": command, "grace": "300ms"}, agents).session(Context(case_id="c"))
+    assert (await session.send([Message("user", "hi")])).content == "[echo] echo: hi (#1)"
+    started = time.monotonic()
+    await session.close()
+    took = time.monotonic() - started
+    assert session.process.returncode == -signal.SIGKILL  # it ignored SIGTERM until the grace was over
+    assert 0.3 <= took < GRACE_SECONDS - 0.1, took
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "problem"),
+    [
+        ("specrun.yaml", "interrupt_grace: soon\n", "specrun.yaml:1:18: invalid duration 'soon'"),
+        ("agent.yaml", "target: {type: process, command: a.py, grace: 0}\n", "agent.yaml:1:47: target.grace: 0 is"),
+    ],
+)
+def test_a_bad_grace_is_bad_input(tmp_path, file, text, problem):
+    make_project(tmp_path, [{"id": "c", "input": "x"}], "{type: process, command: a.py}")
+    (tmp_path / "a.py").touch()
+    (tmp_path / file).write_text(text)
+    done = run_cli(["suite.jsonl"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert problem in done.stderr
 
 
 # -- 11.7: hooks import the same way whatever is selected ---------------------------------------
@@ -410,9 +474,9 @@ def bot_project(tmp_path: Path, hook: str = "bot_hooks.Before") -> None:
 @pytest.mark.parametrize("selection", [[], ["--run", "one-case"]])
 def test_a_hook_imports_the_agents_module_whatever_is_selected(tmp_path, selection):
     bot_project(tmp_path)
-    proc = subprocess.run(
-        [SPECRUN, "bot/", "-o", "out.jsonl", *selection], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    # In process: run_cli starts each call from this process's sys.path, with no module of an
+    # earlier test project importable, as a new process would.
+    proc = run_cli(["bot/", "-o", "out.jsonl", *selection], cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert results(tmp_path / "out.jsonl")["one-case"]["status"] == "passed"
 
@@ -429,9 +493,7 @@ def test_a_hook_with_the_wrong_signature_is_bad_input(tmp_path, hook, field, exp
     suite = tmp_path / "bot" / "suite.jsonl"
     case = {"id": "one-case", "input": "x", field: hook}
     suite.write_text(json.dumps({"id": "plain", "input": "x"}) + "\n" + json.dumps(case) + "\n")
-    proc = subprocess.run(
-        [SPECRUN, "bot/", "-o", "out.jsonl"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    proc = run_cli(["bot/", "-o", "out.jsonl"], cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "suite.jsonl:2:" in proc.stderr
     assert f"{field}:" in proc.stderr or f".{field}" in proc.stderr
