@@ -264,6 +264,13 @@ def test_one_sanitiser_for_the_terminal_and_one_for_reports():
     assert "\\x1b]0;pwned\\x07" in shown and "\\x9b31m" in shown and "\\u202e" in shown and "\x1b" not in shown
 
 
+def test_text_without_control_characters_is_printed_as_is_and_sequences_still_go():
+    plain = "naïve ☃ [31m ]0;title \\ 9b\ttab\n" * 1000  # what sequences hold, without their controls
+    assert terminal_text(plain) == plain  # found without a control character to start from
+    for sequence in ("\x1b[31m", "\x9b2J", "\x1b]0;title\x07", "\x90dcs\x1b\\", "\x1b(B", "\x07", "\u202e"):
+        assert terminal_text(f"{plain}a{sequence}b") == f"{plain}ab", repr(sequence)
+
+
 def test_direct_mode_strips_control_sequences(tmp_path):
     (tmp_path / "hostile_mod.py").write_text(f"def answer(messages, ctx):\n    return {HOSTILE!r}\n")
     (tmp_path / "agent.yaml").write_text("target: python:hostile_mod:answer\n")
