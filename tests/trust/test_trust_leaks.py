@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from support.cli import at_once
 from support.llm_server import LLMServer
 
 from specrun.display import terminal_text, visible
@@ -148,11 +149,15 @@ def leaky_run(tmp_path_factory):
         env.update(SECRETS, SOME_BASE=llm.base_url, PYTHONPATH="", NO_COLOR="1")
         # output-*: a name folder searches skip, so the run may write it inside the folder it reads
         outputs = [f"out/output-report.{ext}" for ext in ("jsonl", "json", "md", "html", "xml")]
-        main = run(root, SPECRUN, ".", "-v", *[a for o in outputs for a in ("-o", o)], env=env)
-        direct = run(root, SPECRUN, "-i", "hi", "-n", "echo", env=env)
         junit = root / "out" / "pytest.xml"
-        tests = run(root, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", ".", env=env)
-        debug = run(root, SPECRUN, "--debug", "run", "-i", "hi", "-n", "badurl", env=env)
+        main, direct, tests, debug = at_once(  # four processes that share nothing but the servers
+            lambda: run(root, SPECRUN, ".", "-v", *[a for o in outputs for a in ("-o", o)], env=env),
+            lambda: run(root, SPECRUN, "-i", "hi", "-n", "echo", env=env),
+            lambda: run(
+                root, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", ".", env=env
+            ),
+            lambda: run(root, SPECRUN, "--debug", "run", "-i", "hi", "-n", "badurl", env=env),
+        )
         seen, model_calls = list(server.seen), len(llm.requests)
     return {
         "root": root,
