@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from support.cli import at_once
+from support.cli import at_once, run_cli
 from support.llm_server import LLMServer
 
 from specrun.display import terminal_text, visible
@@ -279,8 +279,7 @@ def test_text_without_control_characters_is_printed_as_is_and_sequences_still_go
 def test_direct_mode_strips_control_sequences(tmp_path):
     (tmp_path / "hostile_mod.py").write_text(f"def answer(messages, ctx):\n    return {HOSTILE!r}\n")
     (tmp_path / "agent.yaml").write_text("target: python:hostile_mod:answer\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = run(tmp_path, SPECRUN, "-i", "hi", "-n", "python:hostile_mod:answer", env=env)
+    proc = run_cli(["-i", "hi", "-n", "python:hostile_mod:answer"], tmp_path)  # the module is found in the project
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith("ok evil link end")
     for bad in ("\x1b", "\x9b", "\x85", "\x07", "\u202e", "\u2066", "pwned", "\r"):
