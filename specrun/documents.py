@@ -1,8 +1,9 @@
 """Read suite, agent and config files as data while keeping the file:line:col of every node.
 
 JSON and JSONL are parsed with the standard library (fast); positions inside a record are
-found only when an error needs them, by re-reading that record with ruamel.yaml. YAML is
-read once with ruamel.yaml's round-trip loader, which records positions as it goes.
+found only when an error needs them, by scanning that record's text (``json_positions``; the
+rare text that YAML reads otherwise is read again with ruamel.yaml). YAML is read once with
+ruamel.yaml's round-trip loader, which records positions as it goes.
 
 Every file is read within limits, so that no file can exhaust memory, time or the stack: at
 most ``MAX_DEPTH`` nested lists and mappings, integers of at most ``MAX_INT_DIGITS`` digits,
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Problem
+from .json_positions import JsonPositions, json_items, reads_as_yaml
 
 SUITE_EXTENSIONS = (".jsonl", ".yaml", ".yml", ".json")
 MAX_DEPTH = 100
@@ -222,16 +224,24 @@ class Record:
     node: Any = None  # ruamel node when already parsed (YAML)
     segment: str | None = None  # the record's source text (JSON, JSONL), parsed on demand
     _parsed: bool = field(default=False, repr=False)
+    _json: JsonPositions | None = field(default=None, repr=False)
 
     def position(self, path: list[Any], at_key: bool = False) -> tuple[int, int]:
         """1-based (line, column) of ``path`` inside this record."""
         if self.node is None and self.segment is not None and not self._parsed:
             self._parsed = True
-            try:
-                self.node = _yaml().load(self.segment.translate(_NOT_JSON_BREAKS))
-            except Exception:
-                self.node = None
-        pos = _walk(self.node, path, at_key) if self.node is not None else None
+            # ruamel.yaml only for the rare text it reads otherwise than JSON: it is slow.
+            if reads_as_yaml(self.segment):
+                self._json = JsonPositions(self.segment)
+            else:
+                try:
+                    self.node = _yaml().load(self.segment.translate(_NOT_JSON_BREAKS))
+                except Exception:
+                    self.node = None
+        if self._json is not None:
+            pos = self._json.find(path, at_key)
+        else:
+            pos = _walk(self.node, path, at_key) if self.node is not None else None
         if pos is None:
             return self.line, self.column
         line, col = pos
@@ -259,35 +269,6 @@ class Document:
 
 def syntax_error(display: str, line: int, col: int, what: str, msg: str) -> DocumentError:
     return DocumentError(Problem(display, line, col, f"invalid {what}: {msg}"))
-
-
-def _json_items(text: str, start: int, opener: str) -> Iterator[tuple[Any, int, int]]:
-    """(key or index, value start, value end) for each member of the JSON container at ``start``."""
-    decoder = json.JSONDecoder()
-    ws = " \t\r\n"
-    i = start + 1
-    index = 0
-    while True:
-        while text[i] in ws:
-            i += 1
-        if text[i] in "]}":
-            return
-        key: Any = index
-        if opener == "{":
-            key, i = decoder.raw_decode(text, i)
-            while text[i] in ws:
-                i += 1
-            i += 1  # the colon
-            while text[i] in ws:
-                i += 1
-        _, end = decoder.raw_decode(text, i)
-        yield key, i, end
-        index += 1
-        i = end
-        while text[i] in ws:
-            i += 1
-        if text[i] == ",":
-            i += 1
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -445,12 +426,12 @@ def _parse_json(path: Path, display: str, text: str) -> Document:
     if isinstance(data, list):
         container = start
     elif isinstance(data, dict) and isinstance(data.get("cases"), list):
-        for k, s, _ in _json_items(text, start, "{"):
+        for k, _, s, _ in json_items(text, start):
             if k == "cases":
                 container, key = s, "cases"
     if container is not None:
         items = data if key is None else data["cases"]
-        for (_, s, e), item in zip(_json_items(text, container, "["), items, strict=True):
+        for (_, _, s, e), item in zip(json_items(text, container), items, strict=True):
             line, col = _line_col(text, s)
             records.append(Record(item, line, col, segment=text[s:e]))
     return Document(path, display, "json", top, records, key)

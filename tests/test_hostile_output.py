@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 from markdown_it import MarkdownIt
+from support.cli import at_once
 from support.llm_server import LLMServer
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -130,9 +131,11 @@ def _run(root: Path, server: LLMServer, *extra: str, env: dict[str, str] | None 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
-    with LLMServer(provider) as server:
-        plain = _run(base / "plain", server)
-        coloured = _run(base / "coloured", server, env={"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "200"})
+    colours = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "200"}
+    with LLMServer(provider) as server:  # two projects, two processes: run side by side
+        plain, coloured = at_once(
+            lambda: _run(base / "plain", server), lambda: _run(base / "coloured", server, env=colours)
+        )
     return plain, coloured
 
 
@@ -274,8 +277,9 @@ def test_report_environment_metadata_and_judge_error_are_clean(runs):
 
 def test_usage_errors_quoting_a_secret_are_masked(tmp_path):
     (tmp_path / "suite.jsonl").write_text('{"id": "a", "input": "hi"}\n')
-    for flag in ("--parallel", "--timeout", "--ctx"):
-        proc = subprocess.run(
+
+    def usage_error(flag: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             [SPECRUN, "suite.jsonl", flag, SECRETS["DB_PASSWORD"]],
             cwd=tmp_path,
             capture_output=True,
@@ -283,6 +287,9 @@ def test_usage_errors_quoting_a_secret_are_masked(tmp_path):
             timeout=60,
             env={**os.environ, **SECRETS},
         )
+
+    flags = ("--parallel", "--timeout", "--ctx")
+    for proc in at_once(*[lambda flag=flag: usage_error(flag) for flag in flags]):
         assert proc.returncode == 2, proc.stderr
         assert "[REDACTED:DB_PASSWORD]" in proc.stderr, proc.stderr
         assert not any(form in proc.stderr for form in _spellings(SECRETS["DB_PASSWORD"]))

@@ -8,6 +8,7 @@ a paid one: it records every call in ``calls.log``, and the tests assert it was 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,6 +60,14 @@ def project(root: Path, agent: str = "respond", cases: list[dict] = CASES) -> Pa
 
 def specrun(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return support.cli.run_cli(args, root)
+
+
+def collecting(root: Path, *args: str) -> subprocess.Popen[str]:
+    """``pytest --collect-only -q ARGS`` in ``root``, started: it runs while the test goes on
+    in process (on the other core), and its output is read when the test needs it."""
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args]
+    pipe = subprocess.PIPE
+    return subprocess.Popen(command, cwd=root, stdout=pipe, stderr=pipe, text=True, env=dict(os.environ))
 
 
 def calls(root: Path) -> list[str]:
@@ -185,6 +194,7 @@ def test_the_documented_schema_recipe_breaks_neither_validate_nor_pytest(tmp_pat
         schema = specrun(root, "schema", "--kind", kind)
         assert schema.returncode == 0, schema.stderr
         (root / name).write_text(schema.stdout)
+    collect = collecting(root, "-p", "no:randomly")
     proc = specrun(root, "validate", ".")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok: 2 cases in 1 suite files"
@@ -192,16 +202,10 @@ def test_the_documented_schema_recipe_breaks_neither_validate_nor_pytest(tmp_pat
     assert {
         f"skipped {n}: JSON Schema file (*.schema.json)" for n in ("agent.schema.json", "specrun.schema.json")
     } <= set(listed)
-    collect = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert collect.returncode == 0, collect.stdout + collect.stderr
-    collected = [line for line in collect.stdout.splitlines() if "::" in line]
-    assert collected == ["suites/chat.jsonl::greets", "suites/chat.jsonl::quotes"], collect.stdout
+    out, err = collect.communicate(timeout=120)
+    assert collect.returncode == 0, out + err
+    collected = [line for line in out.splitlines() if "::" in line]
+    assert collected == ["suites/chat.jsonl::greets", "suites/chat.jsonl::quotes"], out
 
 
 # -- 18.8: no file or case disappears silently ----------------------------------------------------
@@ -210,19 +214,14 @@ def test_the_documented_schema_recipe_breaks_neither_validate_nor_pytest(tmp_pat
 def test_a_suite_that_mentions_specrun_report_is_validated_run_and_collected(tmp_path: Path) -> None:
     root = project(tmp_path)
     assert b'"specrun_report"' in (root / "suites" / "chat.jsonl").read_bytes()[:512]
+    collect = collecting(root, "suites")  # collection runs nothing: the calls below are the run's
     proc = specrun(root, "validate", "suites")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok: 2 cases in 1 suite files", proc.stderr
     proc = specrun(root, "suites", "-o", "output-run.jsonl")
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    out, err = collect.communicate(timeout=120)
     assert sorted(calls(root)) == ["hi", "what do reports start with?"]
-    collect = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "suites"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "suites/chat.jsonl::quotes" in collect.stdout, collect.stdout + collect.stderr
+    assert "suites/chat.jsonl::quotes" in out, out + err
 
 
 def test_v_lists_what_a_folder_search_passed_over_and_why(tmp_path: Path) -> None:

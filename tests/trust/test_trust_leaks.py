@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from support.cli import at_once, run_cli
 from support.llm_server import LLMServer
 
 from specrun.display import terminal_text, visible
@@ -148,11 +149,15 @@ def leaky_run(tmp_path_factory):
         env.update(SECRETS, SOME_BASE=llm.base_url, PYTHONPATH="", NO_COLOR="1")
         # output-*: a name folder searches skip, so the run may write it inside the folder it reads
         outputs = [f"out/output-report.{ext}" for ext in ("jsonl", "json", "md", "html", "xml")]
-        main = run(root, SPECRUN, ".", "-v", *[a for o in outputs for a in ("-o", o)], env=env)
-        direct = run(root, SPECRUN, "-i", "hi", "-n", "echo", env=env)
         junit = root / "out" / "pytest.xml"
-        tests = run(root, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", ".", env=env)
-        debug = run(root, SPECRUN, "--debug", "run", "-i", "hi", "-n", "badurl", env=env)
+        main, direct, tests, debug = at_once(  # four processes that share nothing but the servers
+            lambda: run(root, SPECRUN, ".", "-v", *[a for o in outputs for a in ("-o", o)], env=env),
+            lambda: run(root, SPECRUN, "-i", "hi", "-n", "echo", env=env),
+            lambda: run(
+                root, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={junit}", ".", env=env
+            ),
+            lambda: run(root, SPECRUN, "--debug", "run", "-i", "hi", "-n", "badurl", env=env),
+        )
         seen, model_calls = list(server.seen), len(llm.requests)
     return {
         "root": root,
@@ -264,11 +269,17 @@ def test_one_sanitiser_for_the_terminal_and_one_for_reports():
     assert "\\x1b]0;pwned\\x07" in shown and "\\x9b31m" in shown and "\\u202e" in shown and "\x1b" not in shown
 
 
+def test_text_without_control_characters_is_printed_as_is_and_sequences_still_go():
+    plain = "naïve ☃ [31m ]0;title \\ 9b\ttab\n" * 1000  # what sequences hold, without their controls
+    assert terminal_text(plain) == plain  # found without a control character to start from
+    for sequence in ("\x1b[31m", "\x9b2J", "\x1b]0;title\x07", "\x90dcs\x1b\\", "\x1b(B", "\x07", "\u202e"):
+        assert terminal_text(f"{plain}a{sequence}b") == f"{plain}ab", repr(sequence)
+
+
 def test_direct_mode_strips_control_sequences(tmp_path):
     (tmp_path / "hostile_mod.py").write_text(f"def answer(messages, ctx):\n    return {HOSTILE!r}\n")
     (tmp_path / "agent.yaml").write_text("target: python:hostile_mod:answer\n")
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    proc = run(tmp_path, SPECRUN, "-i", "hi", "-n", "python:hostile_mod:answer", env=env)
+    proc = run_cli(["-i", "hi", "-n", "python:hostile_mod:answer"], tmp_path)  # the module is found in the project
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().endswith("ok evil link end")
     for bad in ("\x1b", "\x9b", "\x85", "\x07", "\u202e", "\u2066", "pwned", "\r"):

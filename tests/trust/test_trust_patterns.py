@@ -8,7 +8,8 @@ validation, exhaust memory, or shift what is read (issue 11.3, issue 18.5, 18.8,
 - Checkpoint validation is linear: ladders and long chains validate at once, cycles still show.
 - JSONL lines end at \\n only.
 
-Everything that could hang on a faulty build runs in a child process with a timeout.
+Everything that could hang on a faulty build runs in a child process with a timeout; what
+cannot hang runs in process (``run_cli``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import NamedTuple
 
 import pytest
 from specrun_plugins.targets.process import PROMPT_WINDOW, AgentProcess, ProcessTarget
+from support.cli import run_cli
 
 from specrun import Context, Message
 from specrun.documents import MAX_DEPTH, DocumentError, parse
@@ -154,8 +156,8 @@ def test_run_filter_is_linear_and_refuses_lookaround(tmp_path: Path) -> None:
     result = run(SPECRUN, "suite.jsonl", "--run", "^(a+)+$", "--dry-run", cwd=tmp_path)
     assert result.code == 0, result  # killed (None): 2**40 ways to split the first id
     assert "[aaa]" in result.stdout and "1 cases x 1 run(s)" in result.stdout
-    refused = run(SPECRUN, "suite.jsonl", "--run", "(?=a)", "--dry-run", cwd=tmp_path)
-    assert refused.code == 2 and "--run: invalid regex '(?=a)'" in refused.stderr
+    refused = run_cli(["suite.jsonl", "--run", "(?=a)", "--dry-run"], cwd=tmp_path)  # refused before any matching
+    assert refused.returncode == 2 and "--run: invalid regex '(?=a)'" in refused.stderr
     assert "lookahead is not supported" in refused.stderr
 
 
@@ -280,8 +282,8 @@ def test_a_prompt_like_line_is_a_warning_on_the_console_and_the_record(tmp_path:
     command = json.dumps([sys.executable, "agent.py"])
     (tmp_path / "agent.yaml").write_text(f"target: {{type: process, command: {command}}}\n")
     (tmp_path / "suite.yaml").write_text("- {id: c, input: hi, assertions: [{type: contains, value: like}]}\n")
-    result = run(SPECRUN, "suite.yaml", "-o", "out.jsonl", cwd=tmp_path)
-    assert result.code == 0, result
+    result = run_cli(["suite.yaml", "-o", "out.jsonl"], cwd=tmp_path)
+    assert result.returncode == 0, result
     assert "warning: the prompt also appears in the middle" in result.stdout
     [record] = [r for r in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines()) if r["type"] == "result"]
     assert record["output"] == "try typing at (bot) >> \nlike that"
@@ -317,28 +319,36 @@ def test_an_alias_bomb_is_rejected_at_once_with_bounded_memory(tmp_path: Path, w
 
 NESTED = 100_000
 
+# (text, where its problem is) by file name
+TOO_DEEP_OR_TOO_BIG = {
+    "deep.json": ('{"cases": [{"id": "a", "input": "hi", "metadata": ' + "[" * NESTED + "]" * NESTED + "}]}", "1:"),
+    "deep.jsonl": ('{"id": "a", "input": "hi", "metadata": ' + "[" * NESTED + "]" * NESTED + "}", "1:"),
+    "deep.yaml": ("cases:\n  - id: a\n    input: hi\n    metadata: " + "[" * NESTED + "]" * NESTED, "4:"),
+    "big.json": ('[{"id": "a", "input": "hi", "metadata": {"n": ' + "7" * NESTED + "}}]", "1:47:"),
+    "big.jsonl": ('{"id": "a", "input": "hi", "metadata": {"n": -' + "7" * NESTED + "}}", "1:46:"),
+    "big.yaml": ("cases:\n  - id: a\n    input: hi\n    metadata: {n: " + "7" * NESTED + "}", "4:19:"),
+    "hex.yaml": ("cases:\n  - id: a\n    input: hi\n    metadata: {n: 0x" + "f" * 5000 + "}", "4:19:"),
+}
 
-@pytest.mark.parametrize(
-    ("name", "text", "where"),
-    [
-        ("deep.json", '{"cases": [{"id": "a", "input": "hi", "metadata": ' + "[" * NESTED + "]" * NESTED + "}]}", "1:"),
-        ("deep.jsonl", '{"id": "a", "input": "hi", "metadata": ' + "[" * NESTED + "]" * NESTED + "}", "1:"),
-        ("deep.yaml", "cases:\n  - id: a\n    input: hi\n    metadata: " + "[" * NESTED + "]" * NESTED, "4:"),
-        ("big.json", '[{"id": "a", "input": "hi", "metadata": {"n": ' + "7" * NESTED + "}}]", "1:47:"),
-        ("big.jsonl", '{"id": "a", "input": "hi", "metadata": {"n": -' + "7" * NESTED + "}}", "1:46:"),
-        ("big.yaml", "cases:\n  - id: a\n    input: hi\n    metadata: {n: " + "7" * NESTED + "}", "4:19:"),
-        ("hex.yaml", "cases:\n  - id: a\n    input: hi\n    metadata: {n: 0x" + "f" * 5000 + "}", "4:19:"),
-    ],
-)
-def test_deep_nesting_and_huge_integers_are_exit_2_with_a_position(
-    tmp_path: Path, name: str, text: str, where: str
-) -> None:
-    (tmp_path / name).write_text(text + "\n")
-    result = run(SPECRUN, "validate", name, cwd=tmp_path)
+
+@pytest.fixture(scope="module")
+def too_deep_or_too_big(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One ``specrun validate`` of all the files: each is read on its own, and every file's
+    problems are listed (a process each cost seconds)."""
+    folder = tmp_path_factory.mktemp("limits")
+    for name, (text, _) in TOO_DEEP_OR_TOO_BIG.items():
+        (folder / name).write_text(text + "\n")
+    return run(SPECRUN, "validate", *TOO_DEEP_OR_TOO_BIG, cwd=folder)
+
+
+@pytest.mark.parametrize("name", list(TOO_DEEP_OR_TOO_BIG))
+def test_deep_nesting_and_huge_integers_are_exit_2_with_a_position(too_deep_or_too_big: Run, name: str) -> None:
+    result, where = too_deep_or_too_big, TOO_DEEP_OR_TOO_BIG[name][1]
     assert result.code == 2, result  # exit 3, "internal error", on a build without the limits
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"{name}:{where}"), result.stderr
-    assert "nested more than 100" in result.stderr or "integer too large" in result.stderr
+    [problem] = [line for line in result.stderr.splitlines() if line.startswith(f"{name}:")]
+    assert problem.startswith(f"{name}:{where}"), result.stderr
+    assert "nested more than 100" in problem or "integer too large" in problem
 
 
 def test_the_depth_limit_is_exact(tmp_path: Path) -> None:
@@ -362,11 +372,11 @@ def test_an_alias_that_contains_itself_is_refused(tmp_path: Path) -> None:
 
 
 def test_aliases_used_as_intended_still_load(tmp_path: Path) -> None:
-    """One anchored mapping of 41 values shared by 3,000 cases: 123,000 values through aliases,
-    past the 100,000 floor but within ten times what the file writes out."""
+    """One anchored mapping of 41 values shared by 2,500 cases: 102,459 values through aliases,
+    past the 100,000 floor but within ten times what the file writes out (15,000)."""
     shared = ", ".join(f"k{i}: v{i}" for i in range(20))
     lines = ["cases:", "  - id: c0", "    input: hi", f"    metadata: &shared {{{shared}}}"]
-    for i in range(1, 3000):
+    for i in range(1, 2500):
         lines += [f"  - id: c{i}", f"    input: question {i}", "    metadata: *shared"]
     suite = tmp_path / "suite.yaml"
     suite.write_text("\n".join(lines) + "\n")
@@ -388,12 +398,27 @@ def checkpoints(count: int, after: int) -> list[dict[str, object]]:
     ]
 
 
-@pytest.mark.parametrize(("count", "after"), [(40, 2), (2000, 2), (5000, 1)])
-def test_ladders_and_long_chains_of_checkpoints_validate_at_once(tmp_path: Path, count: int, after: int) -> None:
-    (tmp_path / "suite.jsonl").write_text(json.dumps({"id": "dyn", "checkpoints": checkpoints(count, after)}) + "\n")
-    result = run(SPECRUN, "validate", "suite.jsonl", cwd=tmp_path)
+LADDERS = [(40, 2), (2000, 2), (5000, 1)]
+
+
+@pytest.fixture(scope="module")
+def ladders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
+    """One ``specrun validate`` of a file for each ladder or chain (a process each cost seconds)."""
+    folder = tmp_path_factory.mktemp("ladders")
+    for count, after in LADDERS:
+        case = {"id": "dyn", "checkpoints": checkpoints(count, after)}
+        (folder / f"suite-{count}-{after}.jsonl").write_text(json.dumps(case) + "\n")
+    return folder, run(SPECRUN, "validate", *sorted(p.name for p in folder.glob("*.jsonl")), cwd=folder)
+
+
+@pytest.mark.parametrize(("count", "after"), LADDERS)
+def test_ladders_and_long_chains_of_checkpoints_validate_at_once(
+    ladders: tuple[Path, Run], count: int, after: int
+) -> None:
+    folder, result = ladders
+    assert (folder / f"suite-{count}-{after}.jsonl").is_file()  # validated with the others
     assert result.code == 0, result  # killed (None) at the timeout before: no visited set
-    assert "ok: 1 cases" in result.stdout
+    assert f"ok: {len(LADDERS)} cases in {len(LADDERS)} suite files" in result.stdout, result
 
 
 def test_pytest_collects_a_ladder_at_once(tmp_path: Path) -> None:
@@ -492,13 +517,13 @@ def test_saved_jsonl_validates_and_keeps_every_character(tmp_path: Path) -> None
     (tmp_path / "gen.py").write_text(GENERATOR)
     (tmp_path / "bot.py").write_text("def answer(messages, ctx):\n    return 'a\\u2028b\\u0085c'\n")
     (tmp_path / "agent.yaml").write_text("target: python:bot:answer\n")
-    saved = run(SPECRUN, "scripts:gen.cases", "--save", "out.jsonl", "--dry-run", cwd=tmp_path)
-    assert saved.code == 0, saved
-    checked = run(SPECRUN, "validate", "out.jsonl", cwd=tmp_path)
-    assert checked.code == 0, checked
+    saved = run_cli(["scripts:gen.cases", "--save", "out.jsonl", "--dry-run"], cwd=tmp_path)
+    assert saved.returncode == 0, saved
+    checked = run_cli(["validate", "out.jsonl"], cwd=tmp_path)
+    assert checked.returncode == 0, checked
     [suite] = loader().load([tmp_path / "out.jsonl"])
     assert suite.cases[0].input[0].content == "one\u2028two\u2029three\u0085four\x1cfive\x0bsix\x0cseven"
-    direct = run(SPECRUN, "-i", "hello", cwd=tmp_path)  # the stream is JSONL too
-    assert direct.code == 0, direct
+    direct = run_cli(["-i", "hello"], cwd=tmp_path)  # the stream is JSONL too
+    assert direct.returncode == 0, direct
     # read back whole from the stream; the terminal gets it without the C1 control U+0085 (11.5)
     assert "a\u2028bc" in direct.stdout
