@@ -14,6 +14,8 @@ import json
 import os
 import signal
 import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +108,11 @@ class Page:
         await self.wait_event("Page.loadEventFired")
 
 
-@contextlib.asynccontextmanager
-async def browser(chromium: str, profile: Path):
+@pytest.fixture(scope="module")
+def devtools(chromium, tmp_path_factory) -> Iterator[int]:
+    """One headless Chromium for the module's tests (starting one costs about a second); its
+    DevTools port. Each test gets a page of its own in a context of its own (``browser``)."""
+    profile = tmp_path_factory.mktemp("chromium")
     proc = subprocess.Popen(
         [chromium, *_flags(profile), "--remote-debugging-port=0", "about:blank"],
         stdout=subprocess.DEVNULL,
@@ -116,26 +121,38 @@ async def browser(chromium: str, profile: Path):
     )
     try:
         port_file = profile / "DevToolsActivePort"
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            await asyncio.sleep(0.1)
-        else:
-            pytest.fail("Chromium did not open its DevTools port")
-        port = int(port_file.read_text().split()[0])
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/json/list") as resp:
-                targets = json.loads(await resp.text())
-            page = next(t for t in targets if t.get("type") == "page")
-            async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                p = Page(ws)
-                for domain in ("Page", "Runtime", "Network", "Log"):
-                    await p.send(f"{domain}.enable")
-                yield p
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail("Chromium did not open its DevTools port")
+            time.sleep(0.02)
+        yield int(port_file.read_text().split()[0])
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def browser(port: int) -> AsyncIterator[Page]:
+    """A new page of the Chromium at ``port``, in a browser context of its own (as a new
+    profile is: no cookies, storage or cache from another test), closed afterwards."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.1:{port}/json/version") as resp:
+            endpoint = json.loads(await resp.text())["webSocketDebuggerUrl"]
+        async with http.ws_connect(endpoint, max_msg_size=0) as bws:
+            chrome = Page(bws)
+            context = (await chrome.send("Target.createBrowserContext"))["browserContextId"]
+            try:
+                target = await chrome.send("Target.createTarget", url="about:blank", browserContextId=context)
+                url = f"ws://127.0.0.1:{port}/devtools/page/{target['targetId']}"
+                async with http.ws_connect(url, max_msg_size=0) as ws:
+                    p = Page(ws)
+                    for domain in ("Page", "Runtime", "Network", "Log"):
+                        await p.send(f"{domain}.enable")
+                    yield p
+            finally:
+                await chrome.send("Target.disposeBrowserContext", browserContextId=context)
 
 
 SHOWN = "[...document.querySelectorAll('#cases .case')].filter(e => !e.hidden)"
@@ -143,8 +160,8 @@ VISIBLE = f"{SHOWN}.map(e => e.dataset.status)"
 VISIBLE_IDS = f"{SHOWN}.map(e => e.querySelector('.cid').textContent)"
 
 
-async def test_filters_hide_rows_and_hostile_output_runs_nothing(chromium, reports, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_filters_hide_rows_and_hostile_output_runs_nothing(devtools, reports):
+    async with browser(devtools) as page:
         await page.open(reports["single"].as_uri())
         await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")  # render everything
         await asyncio.sleep(0.3)
@@ -189,8 +206,8 @@ async def test_filters_hide_rows_and_hostile_output_runs_nothing(chromium, repor
         assert all(u.startswith("file://") for u in urls), urls  # nothing fetched from a network
 
 
-async def test_multi_run_report_expands_runs(chromium, reports, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_multi_run_report_expands_runs(devtools, reports):
+    async with browser(devtools) as page:
         await page.open(reports["multi"].as_uri())
         text = await page.js("document.body.innerText")
         assert "pass^3" in text and "Pass rate per case" in text
