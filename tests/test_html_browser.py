@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import os
@@ -108,10 +109,29 @@ class Page:
         await self.wait_event("Page.loadEventFired")
 
 
+class Chromium:
+    """A headless Chromium started for a module's tests; ``port``, its DevTools port, is waited
+    for when first asked: the browser starts while the tests' other fixtures are made."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], profile: Path):
+        self.proc = proc
+        self.profile = profile
+
+    @functools.cached_property
+    def port(self) -> int:
+        port_file = self.profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                pytest.fail("Chromium did not open its DevTools port")
+            time.sleep(0.02)
+        return int(port_file.read_text().split()[0])
+
+
 @pytest.fixture(scope="module")
-def devtools(chromium, tmp_path_factory) -> Iterator[int]:
-    """One headless Chromium for the module's tests (starting one costs about a second); its
-    DevTools port. Each test gets a page of its own in a context of its own (``browser``)."""
+def devtools(chromium, tmp_path_factory) -> Iterator[Chromium]:
+    """One headless Chromium for the module's tests (starting one costs about a second). Each
+    test gets a page of its own in a context of its own (``browser``)."""
     profile = tmp_path_factory.mktemp("chromium")
     proc = subprocess.Popen(
         [chromium, *_flags(profile), "--remote-debugging-port=0", "about:blank"],
@@ -120,13 +140,7 @@ def devtools(chromium, tmp_path_factory) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail("Chromium did not open its DevTools port")
-            time.sleep(0.02)
-        yield int(port_file.read_text().split()[0])
+        yield Chromium(proc, profile)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -134,17 +148,18 @@ def devtools(chromium, tmp_path_factory) -> Iterator[int]:
 
 
 @contextlib.asynccontextmanager
-async def browser(port: int) -> AsyncIterator[Page]:
-    """A new page of the Chromium at ``port``, in a browser context of its own (as a new
-    profile is: no cookies, storage or cache from another test), closed afterwards."""
+async def browser(chrome: Chromium) -> AsyncIterator[Page]:
+    """A new page of ``chrome``, in a browser context of its own (as a new profile is: no
+    cookies, storage or cache from another test), closed afterwards."""
+    port = chrome.port
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/json/version") as resp:
             endpoint = json.loads(await resp.text())["webSocketDebuggerUrl"]
         async with http.ws_connect(endpoint, max_msg_size=0) as bws:
-            chrome = Page(bws)
-            context = (await chrome.send("Target.createBrowserContext"))["browserContextId"]
+            top = Page(bws)
+            context = (await top.send("Target.createBrowserContext"))["browserContextId"]
             try:
-                target = await chrome.send("Target.createTarget", url="about:blank", browserContextId=context)
+                target = await top.send("Target.createTarget", url="about:blank", browserContextId=context)
                 url = f"ws://127.0.0.1:{port}/devtools/page/{target['targetId']}"
                 async with http.ws_connect(url, max_msg_size=0) as ws:
                     p = Page(ws)
@@ -152,7 +167,7 @@ async def browser(port: int) -> AsyncIterator[Page]:
                         await p.send(f"{domain}.enable")
                     yield p
             finally:
-                await chrome.send("Target.disposeBrowserContext", browserContextId=context)
+                await top.send("Target.disposeBrowserContext", browserContextId=context)
 
 
 SHOWN = "[...document.querySelectorAll('#cases .case')].filter(e => !e.hidden)"
