@@ -113,6 +113,20 @@ def test_an_edited_case_has_a_new_content_hash_and_a_new_suites_hash(tmp_path):
     assert len({t["content_hash"] for t in store.timeline("refuses")}) == 1
 
 
+def test_recording_a_run_reads_no_suite_file_again(tmp_path, monkeypatch):
+    import specrun.loader
+    from specrun.documents import parse
+
+    root = project(tmp_path, CASES)
+    reads: list[tuple] = []
+    monkeypatch.setattr(specrun.loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
+    unrecorded, reads[:] = len(reads), []
+    assert run_cli(["suite.jsonl"], root).returncode == 1
+    assert unrecorded and len(reads) == unrecorded, "suites_hash is summed up from the results"
+    assert history(root).runs()[0]["suites_hash"]
+
+
 def test_no_history_flag_and_setting(tmp_path):
     root = project(tmp_path / "flag", CASES)
     assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
@@ -222,6 +236,7 @@ def test_a_killed_run_keeps_the_results_it_had(tmp_path):
     store = history(root)
     [run] = store.runs()
     assert run["ended_at"] is None and run["total"] is None, "the run never got to its end"
+    assert run["suites_hash"] is None, "summed up from the results and written with the totals"
     assert sorted(c["case_id"] for c in store.cases(run["id"])) == ["quick-1", "quick-2"]
 
 
