@@ -16,16 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_html_browser
 from support.cli import run_cli
-from test_html_browser import browser
 
 from specrun.history import History
 from specrun.viewer.html import when
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
-# The HTML report's browser tests' fixtures: Chromium, installed once, started once for the module.
-chromium, devtools = test_html_browser.chromium, test_html_browser.devtools
+pytest_plugins = ["support.browser"]  # the browser fixture: pages of one Chromium for the whole session
 
 BOTS = """
 import os, time
@@ -129,8 +126,8 @@ def get(url: str, headers: dict[str, str] | None = None, data: bytes | None = No
         return exc.code, exc.read().decode(), dict(exc.headers)
 
 
-async def test_runs_page_lists_recorded_runs_newest_first(devtools, server, project):
-    async with browser(devtools) as page:
+async def test_runs_page_lists_recorded_runs_newest_first(browser, server, project):
+    async with browser() as page:
         await page.open(server + "/")
         rows = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[0].textContent)")
         assert rows == [when(t) for t in project["when"]]  # newest first
@@ -141,8 +138,8 @@ async def test_runs_page_lists_recorded_runs_newest_first(devtools, server, proj
         assert await page.js("[...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden).length") == 1
 
 
-async def test_run_page_shows_failures_first_and_opens_a_transcript(devtools, server, project):
-    async with browser(devtools) as page:
+async def test_run_page_shows_failures_first_and_opens_a_transcript(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/run?id={project['second']}")
         statuses = await page.js("[...document.querySelectorAll('#cases .case')].map(e => e.dataset.status)")
         assert statuses[0] == "failed" and "passed" in statuses
@@ -168,8 +165,8 @@ async def test_run_page_shows_failures_first_and_opens_a_transcript(devtools, se
         assert "get_weather" in whole and '"city": "Paris"' in whole and '"temp": 21' in whole
 
 
-async def test_comparison_shows_a_regression(devtools, server, project):
-    async with browser(devtools) as page:
+async def test_comparison_shows_a_regression(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/compare?a={project['first']}&b={project['second']}")
         newly = await page.js("document.querySelector('#newly-failing').innerText")
         assert "capital" in newly and "@good" in newly
@@ -179,8 +176,8 @@ async def test_comparison_shows_a_regression(devtools, server, project):
         assert "greeting" not in await page.js("document.querySelector('#flaky').innerText")
 
 
-async def test_hostile_agent_output_executes_nothing(devtools, server, project):
-    async with browser(devtools) as page:
+async def test_hostile_agent_output_executes_nothing(browser, server, project):
+    async with browser() as page:
         for path in (f"/run?id={project['second']}", f"/compare?a={project['first']}&b={project['second']}"):
             await page.open(server + path)
             await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")
@@ -190,8 +187,8 @@ async def test_hostile_agent_output_executes_nothing(devtools, server, project):
             assert "<script>window.__pwned=1</script>" in await page.js("document.querySelector('main').textContent")
 
 
-async def test_run_matrix_shows_two_agents(devtools, server, project):
-    async with browser(devtools) as page:
+async def test_run_matrix_shows_two_agents(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/run?id={project['second']}")
         head = await page.js("[...document.querySelectorAll('#matrix thead th')].map(t => t.textContent)")
         assert head == ["Case", "bad", "good"]
