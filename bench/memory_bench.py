@@ -7,7 +7,10 @@ processes as a user runs them: ``specrun validate suite.jsonl`` and ``specrun su
 RSS at most 200 MB at every N, whatever N (the suite is validated without keeping its cases,
 then streamed to the workers; results stream to disk).
 
-    python bench/memory_bench.py [--cases 1000 10000 100000 1000000] [--parallel 50] [--no-run]
+    python bench/memory_bench.py [--cases 1000 10000 100000 1000000] [--parallel 50] [--no-run] [--no-history]
+
+``--no-history`` runs with ``--no-history``: against a run recorded in the history (the default),
+it shows what recording costs.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, nargs="+", default=[1000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--parallel", type=int, default=50)
     parser.add_argument("--no-run", action="store_true", help="measure validate only")
+    parser.add_argument("--no-history", action="store_true", help="run with --no-history (nothing recorded)")
     args = parser.parse_args()
     rows = []
     for n in args.cases:
@@ -83,7 +87,9 @@ def main() -> None:
             assert validate["code"] == 0, validate["stderr"][-3000:]
             run = None
             if not args.no_run:
-                run = measure(["suite.jsonl", "-q", "--parallel", str(args.parallel), "-o", "out.jsonl"], folder)
+                flags = ["-q", "--parallel", str(args.parallel), "-o", "out.jsonl"]
+                flags += ["--no-history"] if args.no_history else []
+                run = measure(["suite.jsonl", *flags], folder)
                 assert run["code"] == 0, run["stderr"][-3000:]
                 check_stream(folder / "out.jsonl", n)
             rows.append((n, validate, run))

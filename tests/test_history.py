@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -112,6 +113,20 @@ def test_an_edited_case_has_a_new_content_hash_and_a_new_suites_hash(tmp_path):
     assert len({t["content_hash"] for t in store.timeline("refuses")}) == 1
 
 
+def test_recording_a_run_reads_no_suite_file_again(tmp_path, monkeypatch):
+    import specrun.loader
+    from specrun.documents import parse
+
+    root = project(tmp_path, CASES)
+    reads: list[tuple] = []
+    monkeypatch.setattr(specrun.loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
+    unrecorded, reads[:] = len(reads), []
+    assert run_cli(["suite.jsonl"], root).returncode == 1
+    assert unrecorded and len(reads) == unrecorded, "suites_hash is summed up from the results"
+    assert history(root).runs()[0]["suites_hash"]
+
+
 def test_no_history_flag_and_setting(tmp_path):
     root = project(tmp_path / "flag", CASES)
     assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
@@ -195,23 +210,33 @@ def test_two_runs_at_once_on_one_history(tmp_path):
         assert sorted(c["case_id"] for c in store.cases(run["id"])) == [c["id"] for c in cases]
 
 
+def recorded_cases(root: Path) -> int:
+    """How many case results the history of ``root`` holds so far (read as another process would)."""
+    path = root / ".specrun" / "history.db"
+    if not path.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as db:
+        try:
+            return db.execute("SELECT count(*) FROM cases").fetchone()[0]
+        except sqlite3.OperationalError:  # the run has not made its tables yet
+            return 0
+
+
 def test_a_killed_run_keeps_the_results_it_had(tmp_path):
     cases = [case("quick-1", "a 0", "a"), case("quick-2", "b 0", "b"), case("stuck", "c 60", "c")]
     root = project(tmp_path, cases, function="slow")
     proc = subprocess.Popen([SPECRUN, "suite.jsonl", "-o", "out.jsonl"], cwd=root, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if (root / "out.jsonl").exists() and (root / "out.jsonl").read_text().count('"type": "result"') >= 2:
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
+        while time.monotonic() < deadline and recorded_cases(root) < 2:  # both quick ones committed
+            time.sleep(0.02)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
     store = history(root)
     [run] = store.runs()
     assert run["ended_at"] is None and run["total"] is None, "the run never got to its end"
+    assert run["suites_hash"] is None, "summed up from the results and written with the totals"
     assert sorted(c["case_id"] for c in store.cases(run["id"])) == ["quick-1", "quick-2"]
 
 
@@ -419,7 +444,7 @@ def test_a_history_that_cannot_be_written_fails_the_run_with_exit_3_and_keeps_ev
 
     root = project(tmp_path, CASES)
     run_cli(["suite.jsonl"], root)
-    monkeypatch.setattr(specrun.history, "BUSY_TIMEOUT_S", 0.2)  # not 30 s: another run holds the lock
+    monkeypatch.setattr(specrun.history, "BUSY_TIMEOUT_S", 0.05)  # not 30 s: another run holds the lock
     with sqlite3.connect(root / ".specrun" / "history.db", isolation_level=None) as holder:
         holder.execute("BEGIN EXCLUSIVE")
         done = run_cli(["suite.jsonl", "-o", "out.jsonl"], root)

@@ -1,37 +1,20 @@
 """The HTML report in headless Chromium: it renders, filters, and runs no agent-supplied script.
 
-Chromium is Debian's package (installed once by ``support.chromium`` when missing). Rendering is
-checked with ``--dump-dom``; behaviour through the DevTools protocol over a websocket (aiohttp),
-evaluating JavaScript in the unmodified report page.
+One Chromium for the session (``support.browser``); each test opens the unmodified report page
+in a fresh page of its own and checks it through the DevTools protocol, evaluating JavaScript.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
-import json
-import os
-import signal
-import subprocess
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
-from support.chromium import HEADLESS_FLAGS, ChromiumUnavailable, find_chromium
-from support.missing import missing
 from test_reporters import multi_run_records, single_run_records, write_report, write_stream
 
 from specrun.plugins import get_plugin_manager
 
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    try:
-        return find_chromium()
-    except ChromiumUnavailable as exc:
-        missing(f"headless Chromium unavailable: {exc}")
+pytest_plugins = ["support.browser"]
 
 
 @pytest.fixture(scope="module")
@@ -45,97 +28,15 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     return {"single": root / "single.html", "multi": root / "multi.html"}
 
 
-def _flags(profile: Path) -> list[str]:
-    return [*HEADLESS_FLAGS, f"--user-data-dir={profile}"]
-
-
-def test_dump_dom_renders_summary_and_no_injected_elements(chromium, reports, tmp_path):
-    done = subprocess.run(
-        [chromium, *_flags(tmp_path / "profile"), "--dump-dom", reports["single"].as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    dom = done.stdout
-    assert done.returncode == 0 and "specrun report" in dom, done.stderr[-2000:]
+async def test_rendered_dom_has_the_summary_and_no_injected_elements(browser, reports):
+    async with browser() as page:  # the DOM once loaded, as ``chromium --dump-dom`` prints it
+        await page.open(reports["single"].as_uri())
+        dom = await page.js("document.documentElement.outerHTML")
+    assert "specrun report" in dom
     assert 'id="summary"' in dom and "Passed" in dom and "Pass rate" in dom
     assert dom.count("<script") == 1 and "<img" not in dom
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in dom
     assert "8 of 8 shown" in dom  # the page's own script ran under its CSP
-
-
-class Page:
-    """A page in a headless Chromium, driven through the DevTools protocol."""
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse):
-        self.ws = ws
-        self.ids = itertools.count(1)
-        self.events: list[dict[str, Any]] = []
-
-    async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        msg_id = next(self.ids)
-        await self.ws.send_json({"id": msg_id, "method": method, "params": params})
-        while True:
-            msg = await asyncio.wait_for(self.ws.receive_json(), 30)
-            if msg.get("id") == msg_id:
-                if "error" in msg:
-                    raise AssertionError(f"{method}: {msg['error']}")
-                return msg.get("result", {})
-            self.events.append(msg)
-
-    async def wait_event(self, method: str) -> dict[str, Any]:
-        for event in self.events:
-            if event.get("method") == method:
-                return event
-        while True:
-            msg = await asyncio.wait_for(self.ws.receive_json(), 30)
-            self.events.append(msg)
-            if msg.get("method") == method:
-                return msg
-
-    async def js(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True)
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
-        return result["result"].get("value")
-
-    async def open(self, url: str) -> None:
-        self.events.clear()
-        await self.send("Page.navigate", url=url)
-        await self.wait_event("Page.loadEventFired")
-
-
-@contextlib.asynccontextmanager
-async def browser(chromium: str, profile: Path):
-    proc = subprocess.Popen(
-        [chromium, *_flags(profile), "--remote-debugging-port=0", "about:blank"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            await asyncio.sleep(0.1)
-        else:
-            pytest.fail("Chromium did not open its DevTools port")
-        port = int(port_file.read_text().split()[0])
-        async with aiohttp.ClientSession() as http:
-            async with http.get(f"http://127.0.0.1:{port}/json/list") as resp:
-                targets = json.loads(await resp.text())
-            page = next(t for t in targets if t.get("type") == "page")
-            async with http.ws_connect(page["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-                p = Page(ws)
-                for domain in ("Page", "Runtime", "Network", "Log"):
-                    await p.send(f"{domain}.enable")
-                yield p
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
 
 
 SHOWN = "[...document.querySelectorAll('#cases .case')].filter(e => !e.hidden)"
@@ -143,8 +44,8 @@ VISIBLE = f"{SHOWN}.map(e => e.dataset.status)"
 VISIBLE_IDS = f"{SHOWN}.map(e => e.querySelector('.cid').textContent)"
 
 
-async def test_filters_hide_rows_and_hostile_output_runs_nothing(chromium, reports, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_filters_hide_rows_and_hostile_output_runs_nothing(browser, reports):
+    async with browser() as page:
         await page.open(reports["single"].as_uri())
         await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")  # render everything
         await asyncio.sleep(0.3)
@@ -189,8 +90,8 @@ async def test_filters_hide_rows_and_hostile_output_runs_nothing(chromium, repor
         assert all(u.startswith("file://") for u in urls), urls  # nothing fetched from a network
 
 
-async def test_multi_run_report_expands_runs(chromium, reports, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_multi_run_report_expands_runs(browser, reports):
+    async with browser() as page:
         await page.open(reports["multi"].as_uri())
         text = await page.js("document.body.innerText")
         assert "pass^3" in text and "Pass rate per case" in text

@@ -4,6 +4,7 @@ totals, stability and exit code; streams that do not belong together are refused
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,31 @@ def without_timing(value):
 RUN = ("--runs", "3", "--min-pass-rate", "60", "--no-history")  # no flaky marks from the first run
 
 
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory) -> Path:
+    """The project with its streams split in halves (shard1-2.jsonl) and thirds (third1-3.jsonl),
+    made once: a shard's run is not recorded in the history, so a test's copy of them is what
+    running them itself would make."""
+    root = project(tmp_path_factory.mktemp("merge"))
+    run_shards(root, 2)
+    run_shards(root, 3, name="third")
+    return root
+
+
+@pytest.fixture
+def root(streams, tmp_path) -> Path:
+    """This test's copy of ``streams``' project (a test may write into it, or cut a stream)."""
+    return Path(shutil.copytree(streams, tmp_path / "p"))
+
+
+def halves(root: Path) -> list[Path]:
+    return [root / f"shard{i}.jsonl" for i in (1, 2)]
+
+
+def thirds(root: Path) -> list[Path]:
+    return [root / f"third{i}.jsonl" for i in (1, 2, 3)]
+
+
 def test_merged_reports_equal_an_unsharded_run(tmp_path):
     root = project(tmp_path)
     whole = run_cli(["agent", *RUN, "-q", "-o", "whole.json", "-o", "whole.xml"], cwd=root)
@@ -61,18 +87,16 @@ def test_merged_reports_equal_an_unsharded_run(tmp_path):
         assert "No regressions" in compared.stdout and "incomplete" not in compared.stdout
 
 
-def test_diff_of_merged_reports_finds_a_regression(tmp_path):
-    root = project(tmp_path)
-    run_cli(["merge", *map(str, run_shards(root, 2)), "-o", "before.json"], cwd=root)
+def test_diff_of_merged_reports_finds_a_regression(root):
+    run_cli(["merge", *map(str, halves(root)), "-o", "before.json"], cwd=root)
     (root / "agent" / "bot.py").write_text(FLAKY.replace('"-6"', '"-5"'))
     run_cli(["merge", *map(str, run_shards(root, 2)), "-o", "after.json"], cwd=root)
     compared = run_cli(["diff", "before.json", "after.json"], cwd=root)
     assert compared.returncode == 1 and "Newly failing (3)" in compared.stdout and "Fixed (3)" in compared.stdout
 
 
-def test_a_missing_shard_makes_the_merged_run_incomplete(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 3)
+def test_a_missing_shard_makes_the_merged_run_incomplete(root):
+    shards = thirds(root)
     done = run_cli(["merge", str(shards[0]), str(shards[2]), "-o", "merged.json"], cwd=root)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "2 of 3 shards, 14 of 21 cases" in done.stdout and "shard 2/3 not merged" in done.stderr
@@ -83,9 +107,8 @@ def test_a_missing_shard_makes_the_merged_run_incomplete(tmp_path):
     assert compared.returncode == 1 and "NEW is incomplete" in compared.stdout
 
 
-def test_a_shard_cut_short_makes_the_merged_run_incomplete(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_a_shard_cut_short_makes_the_merged_run_incomplete(root):
+    shards = halves(root)
     lines = shards[1].read_text().splitlines()
     shards[1].write_text("\n".join(lines[:-3]) + "\n")  # killed: two results and the summary lost
     done = run_cli(["merge", *map(str, shards), "-o", "merged.json"], cwd=root)
@@ -100,21 +123,18 @@ def refused(root: Path, *streams: Path | str) -> str:
     return done.stderr
 
 
-def test_refuses_overlapping_shards(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_refuses_overlapping_shards(root):
+    shards = halves(root)
     assert "both hold shard 1/2: overlapping shards" in refused(root, shards[0], shards[1], shards[0])
     (root / "again").mkdir()
     again = root / "again" / "shard1.jsonl"
     run_cli(["agent", "--shard", "1/2", "-o", str(again)], cwd=root)
     assert "overlapping shards" in refused(root, shards[0], again)
-    thirds = run_shards(root, 3, name="third")
-    assert "are parts of different splits (2 and 3)" in refused(root, shards[0], thirds[1])
+    assert "are parts of different splits (2 and 3)" in refused(root, shards[0], thirds(root)[1])
 
 
-def test_refuses_streams_of_different_suites_or_runs(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_refuses_streams_of_different_suites_or_runs(root, tmp_path):
+    shards = halves(root)
     other = tmp_path / "other"
     make_project(other, files=2)
     elsewhere = run_shards(other, 2)
@@ -135,17 +155,15 @@ def test_refuses_streams_of_different_suites_or_runs(tmp_path):
         ("not json\n{}\n", "bad.jsonl: not a specrun report"),
     ],
 )
-def test_refuses_what_is_not_a_shard_stream(tmp_path, content, message):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_refuses_what_is_not_a_shard_stream(root, content, message):
+    shards = halves(root)
     bad = root / "bad.jsonl"
     bad.write_text(content)
     assert message in refused(root, shards[0], bad)
 
 
-def test_a_bad_field_names_the_file_and_line(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_a_bad_field_names_the_file_and_line(root):
+    shards = halves(root)
     lines = shards[1].read_text().splitlines()
     record = json.loads(lines[2])
     record["duration_ms"] = "slow"
@@ -154,8 +172,7 @@ def test_a_bad_field_names_the_file_and_line(tmp_path):
     assert f"{shards[1]}:3: field duration_ms: expected a finite number" in refused(root, *shards)
 
 
-def test_merge_does_not_overwrite_a_stream(tmp_path):
-    root = project(tmp_path)
-    shards = run_shards(root, 2)
+def test_merge_does_not_overwrite_a_stream(root):
+    shards = halves(root)
     done = run_cli(["merge", *map(str, shards), "-o", str(shards[0])], cwd=root)
     assert done.returncode == 2 and "is an input of this run" in done.stderr

@@ -29,10 +29,12 @@ SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 AGENT = """
 import asyncio
+from pathlib import Path
 
 async def echo(messages, ctx):
     text = messages[-1].text
     if text.startswith("sleep "):
+        Path(ctx.case_id + ".started").touch()  # in flight: a test may interrupt the run now
         await asyncio.sleep(float(text.split()[1]))
     return "echo: " + text
 """
@@ -216,11 +218,13 @@ def test_an_interrupt_mid_stream_keeps_what_ran_and_counts_the_rest_as_not_run(t
         text=True,
     )
     out = tmp_path / "out.jsonl"
+    started = [tmp_path / f"slow{i}.started" for i in range(2)]
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (out.exists() and out.read_text().count('"type": "result"') >= 20):
-        time.sleep(0.05)
-    time.sleep(0.3)  # both slow cases are in flight; 2,000 more wait in the file
-    proc.send_signal(signal.SIGINT)
+    while time.monotonic() < deadline and not (
+        all(s.exists() for s in started) and out.exists() and out.read_text().count('"type": "result"') >= 20
+    ):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)  # both slow cases are in flight; 2,000 more wait in the file
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     got = results(out)
@@ -273,8 +277,9 @@ def test_a_plan_reordered_or_cut_by_a_step_reads_each_case_back_with_its_agent(t
 def two_agents(root: Path) -> None:
     for name, answer in (("good", "messages[-1].text"), ("bad", "'no'")):
         (root / "agents" / name).mkdir(parents=True)
-        (root / "agents" / name / f"{name}_bot.py").write_text(f"def run(messages, ctx):\n    return {answer}\n")
-        (root / "agents" / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:{name}_bot:run\n")
+        # not ``good_bot``: a plan built here imports it for good, and test_multi_agent has its own
+        (root / "agents" / name / f"streaming_{name}.py").write_text(f"def run(messages, ctx):\n    return {answer}\n")
+        (root / "agents" / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:streaming_{name}:run\n")
 
 
 def test_several_agents_read_a_file_once_and_each_case_runs_against_each_agent(tmp_path, monkeypatch):

@@ -16,15 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_html_browser
 from support.cli import run_cli
-from test_html_browser import browser
 
 from specrun.history import History
 from specrun.viewer.html import when
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
-chromium = test_html_browser.chromium  # the HTML report's browser tests' fixture: Chromium, installed once
+pytest_plugins = ["support.browser"]  # the browser fixture: pages of one Chromium for the whole session
 
 BOTS = """
 import os, time
@@ -128,8 +126,8 @@ def get(url: str, headers: dict[str, str] | None = None, data: bytes | None = No
         return exc.code, exc.read().decode(), dict(exc.headers)
 
 
-async def test_runs_page_lists_recorded_runs_newest_first(chromium, server, project, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_runs_page_lists_recorded_runs_newest_first(browser, server, project):
+    async with browser() as page:
         await page.open(server + "/")
         rows = await page.js("[...document.querySelectorAll('#runs tbody tr')].map(r => r.cells[0].textContent)")
         assert rows == [when(t) for t in project["when"]]  # newest first
@@ -140,8 +138,8 @@ async def test_runs_page_lists_recorded_runs_newest_first(chromium, server, proj
         assert await page.js("[...document.querySelectorAll('#runs tbody tr')].filter(r => !r.hidden).length") == 1
 
 
-async def test_run_page_shows_failures_first_and_opens_a_transcript(chromium, server, project, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_run_page_shows_failures_first_and_opens_a_transcript(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/run?id={project['second']}")
         statuses = await page.js("[...document.querySelectorAll('#cases .case')].map(e => e.dataset.status)")
         assert statuses[0] == "failed" and "passed" in statuses
@@ -150,7 +148,7 @@ async def test_run_page_shows_failures_first_and_opens_a_transcript(chromium, se
         assert await page.js(f"{first}.querySelector('.cid').textContent") == "capital"
         assert not await page.js(f"{first}.querySelector('h4').checkVisibility()")
         await page.js(f"{first}.querySelector('summary').click()")
-        await asyncio.sleep(0.2)
+        # (a summary's click opens its details at once: the toggle event comes later, the attribute does not)
         assert await page.js(f"{first}.open")
         text = await page.js(f"{first}.innerText")
         assert "What is the capital of France?" in text and "Lyon" in text  # input and output
@@ -167,8 +165,8 @@ async def test_run_page_shows_failures_first_and_opens_a_transcript(chromium, se
         assert "get_weather" in whole and '"city": "Paris"' in whole and '"temp": 21' in whole
 
 
-async def test_comparison_shows_a_regression(chromium, server, project, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_comparison_shows_a_regression(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/compare?a={project['first']}&b={project['second']}")
         newly = await page.js("document.querySelector('#newly-failing').innerText")
         assert "capital" in newly and "@good" in newly
@@ -178,8 +176,8 @@ async def test_comparison_shows_a_regression(chromium, server, project, tmp_path
         assert "greeting" not in await page.js("document.querySelector('#flaky').innerText")
 
 
-async def test_hostile_agent_output_executes_nothing(chromium, server, project, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_hostile_agent_output_executes_nothing(browser, server, project):
+    async with browser() as page:
         for path in (f"/run?id={project['second']}", f"/compare?a={project['first']}&b={project['second']}"):
             await page.open(server + path)
             await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")
@@ -189,8 +187,8 @@ async def test_hostile_agent_output_executes_nothing(chromium, server, project, 
             assert "<script>window.__pwned=1</script>" in await page.js("document.querySelector('main').textContent")
 
 
-async def test_run_matrix_shows_two_agents(chromium, server, project, tmp_path):
-    async with browser(chromium, tmp_path / "profile") as page:
+async def test_run_matrix_shows_two_agents(browser, server, project):
+    async with browser() as page:
         await page.open(f"{server}/run?id={project['second']}")
         head = await page.js("[...document.querySelectorAll('#matrix thead th')].map(t => t.textContent)")
         assert head == ["Case", "bad", "good"]
