@@ -173,29 +173,35 @@ def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
     assert proc.returncode == 1
 
 
-@pytest.mark.parametrize(
-    ("function", "message"),
-    [
-        ("crash", "agent error: RuntimeError: agent blew up on x"),
-        ("async_crash", "agent error: ValueError: async agent blew up"),
-        ("exits", "agent error: SystemExit: 3"),
-        ("async_exits", "agent error: SystemExit: bye"),
-        ("interrupts", "agent error: KeyboardInterrupt"),
-        ("unserialisable", "agent returned object; expected str, dict, list or specrun.Response"),
-    ],
-)
-def test_a_crashing_python_agent_errors_its_case_and_the_run_goes_on(tmp_path, function, message):
-    cases = [
-        {"id": "before", "input": "a", "target": "python:agents_mod:crash"},
-        {"id": "bad", "input": "x", "target": f"python:agents_mod:{function}"},
-        {"id": "after", "input": "fine", "assertions": [{"type": "contains", "value": "fine"}]},
-    ]
+CRASHES = {
+    "crash": "agent error: RuntimeError: agent blew up on x",
+    "async_crash": "agent error: ValueError: async agent blew up",
+    "exits": "agent error: SystemExit: 3",
+    "async_exits": "agent error: SystemExit: bye",
+    "interrupts": "agent error: KeyboardInterrupt",
+    "unserialisable": "agent returned object; expected str, dict, list or specrun.Response",
+}
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """One run with a case per crashing function, between a crash and a case that must still
+    pass; the tests only read it (a specrun process per function cost 0.3-1 s each)."""
+    tmp_path = tmp_path_factory.mktemp("crashes")
+    cases = [{"id": "before", "input": "a", "target": "python:agents_mod:crash"}]
+    cases += [{"id": function, "input": "x", "target": f"python:agents_mod:{function}"} for function in CRASHES]
+    cases.append({"id": "after", "input": "fine", "assertions": [{"type": "contains", "value": "fine"}]})
     with LLMServer() as server:
         project(tmp_path, server.base_url, cases)
         proc, _ = run(tmp_path, "--parallel", "2")
-    got = results(tmp_path)
-    assert got["bad"]["status"] == "error"
-    assert got["bad"]["error"].startswith(message), got["bad"]["error"]
+    return proc, results(tmp_path)
+
+
+@pytest.mark.parametrize(("function", "message"), CRASHES.items())
+def test_a_crashing_python_agent_errors_its_case_and_the_run_goes_on(crashed, function, message):
+    proc, got = crashed
+    assert got[function]["status"] == "error"
+    assert got[function]["error"].startswith(message), got[function]["error"]
     assert got["after"]["status"] == "passed"
     assert proc.returncode == 1
 
