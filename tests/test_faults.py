@@ -245,12 +245,12 @@ def test_concurrency_halves_when_the_endpoint_answers_bursts_with_429(tmp_path):
 
     server = LLMServer(bouncer)
     with server:
-        cases = [{"id": f"c{i}", "input": f"q{i}"} for i in range(120)]  # half of them in the sawtooth
+        cases = [{"id": f"c{i}", "input": f"q{i}"} for i in range(240)]
         project(tmp_path, server.base_url, cases, "  retries: 30\n")
         proc, _ = run(tmp_path, "--parallel", "32")
     got = results(tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:]
-    assert len(got) == 120
+    assert len(got) == 240
     assert server.max_in_flight >= 24  # the first burst: nothing was known yet
     later = sorted(observed[len(observed) // 2 :])
     # After the first 429s the limit halves, then grows by one per success and halves again on
