@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from . import hookimpl
-from .display import shorten, terminal_text
+from .display import terminal_line, terminal_text
 from .model import format_duration, to_json
 from .redact import redact
 from .results import Result, RunInfo
@@ -43,10 +43,8 @@ BANNERS = {
 def clean(text: Any, limit: int | None = None) -> str:
     """Agent text made safe for a terminal: secrets masked, control codes removed, optionally
     cut to one line of ``limit`` characters."""
-    value = terminal_text(redact(str(text)))
-    if limit is not None:
-        value = shorten(" ".join(value.split()), limit, "...")
-    return value
+    value = redact(str(text))
+    return terminal_text(value) if limit is None else terminal_line(value, limit, "...")
 
 
 def own_stdout() -> IO[str] | None:

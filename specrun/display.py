@@ -46,6 +46,26 @@ def terminal_text(text: str) -> str:
     return _TERMINAL.sub("", text) if _CONTROL.search(text) else text
 
 
+# What starts a sequence of more than one character; any other match is one control character.
+_SEQUENCE_START = re.compile("[\x1b\x90\x98\x9b\x9d\x9e\x9f]")
+
+
+def terminal_line(text: str, limit: int, marker: str = "...") -> str:
+    """``terminal_text(text)`` on one line (whitespace runs made one space), cut to ``limit``
+    characters ending in ``marker``.
+
+    A long text (an agent's 5 MB answer) costs a scan of all of it (0.3 s for 5 MB) for the
+    few characters shown: only its head is cleaned when that is enough and no escape sequence
+    in it could run past it. Then the head's line starts the whole text's, so both cut alike.
+    """
+    head = text[: max(4 * limit, 4096)]
+    if len(head) < len(text) and not _SEQUENCE_START.search(head):
+        line = " ".join(terminal_text(head).split())
+        if len(line) > limit:
+            return shorten(line, limit, marker)
+    return shorten(" ".join(terminal_text(text).split()), limit, marker)
+
+
 # Inline text never starts a line, so only characters that matter anywhere in a line are escaped.
 _MD = {c: "\\" + c for c in "\\`*_[]~$"}
 _MD.update({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})

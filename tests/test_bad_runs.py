@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from typing import NamedTuple
 
 import pytest
 import support.cli
+
+from specrun.display import shorten, terminal_line, terminal_text
 
 CORPUS = Path(__file__).parent / "bad_runs"
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -188,6 +191,28 @@ def test_a_5_mb_single_line_record_loads_and_runs(tmp_path: Path) -> None:
     assert result["status"] == "passed" and result["output"] == big
     assert (root / "out.md").stat().st_size < 500_000  # text reports clip long blocks
     assert "Traceback" not in proc.stderr
+
+
+def test_the_console_line_of_a_long_text_is_cut_as_if_all_of_it_was_cleaned() -> None:
+    """The console cleans only the head of a long text (the 5 MB record above cost 0.3 s to
+    clean whole, for the 48 characters shown), exactly when that gives the same line."""
+
+    def whole(text: str, limit: int) -> str:  # what terminal_line stands for
+        return shorten(" ".join(terminal_text(text).split()), limit, "...")
+
+    texts = [
+        "x" * 20_000,
+        "\x1b]0;" + "y" * 20_000 + "\x07shown",  # a window title running past the head
+        "\x1b[" + "1;" * 10_000 + "mz",  # a colour code as long
+        " \x00\t" * 5_000 + "word",  # a head that cleans down to nothing
+    ]
+    rng = random.Random(5)
+    alphabet = ["a", "b", " ", "\n", "\t", "\x00", "\x07", "\x1b", "[", "]", "m", ";", "1", "\x9b", "\x9c", "\\"]
+    texts += ["".join(rng.choices(alphabet, k=rng.randint(4100, 6000))) for _ in range(20)]
+    texts += ["".join(rng.choices(alphabet[:6], k=rng.randint(4100, 6000))) for _ in range(30)]  # no sequences
+    for text in texts:
+        for limit in (40, 300):
+            assert terminal_line(text, limit) == whole(text, limit), repr(text[:80])
 
 
 def test_a_huge_broken_line_is_reported_without_echoing_it(tmp_path: Path) -> None:

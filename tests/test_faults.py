@@ -110,7 +110,8 @@ def server():
 
 def test_every_http_fault_errors_only_its_case(tmp_path, server):
     faults = ["hang", "garbage", "drop", "server-error", "rate-limited", "empty", "no-choices"]
-    cases = [{"id": f, "input": f, "timeout": "1s"} for f in faults]
+    # Only the hung request waits out its timeout, so it is short; the others have 1 s to fail.
+    cases = [{"id": f, "input": f, "timeout": "300ms" if f == "hang" else "1s"} for f in faults]
     cases += [
         {"id": f"fine{i}", "input": f"hello {i}", "assertions": [{"type": "contains", "value": f"hello {i}"}]}
         for i in range(6)
@@ -125,7 +126,7 @@ def test_every_http_fault_errors_only_its_case(tmp_path, server):
     assert all(got[f"fine{i}"]["status"] == "passed" for i in range(6))
     errors = {k: v["error"] for k, v in got.items() if v["status"] == "error"}
     assert set(errors) == {*faults, "crash"}
-    assert errors["hang"] == "timeout after 1.0s"
+    assert errors["hang"] == "timeout after 300ms"
     assert errors["garbage"].startswith("invalid JSON from agent: <html>not json</html>")
     assert errors["drop"].startswith(f"connection to {server.base_url}/chat/completions failed: ")
     assert errors["server-error"].startswith(f"HTTP 500 from {server.base_url}/chat/completions: ")
@@ -135,7 +136,7 @@ def test_every_http_fault_errors_only_its_case(tmp_path, server):
     assert errors["no-choices"].startswith("reply has no choices[0].message")
     assert errors["crash"] == "agent error: RuntimeError: agent blew up on x"
     # The console says the same, one line per failure, and the summary counts them.
-    assert "timeout after 1.0s" in proc.stdout and "HTTP 429" in proc.stdout
+    assert "timeout after 300ms" in proc.stdout and "HTTP 429" in proc.stdout
     summary = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-1])
     assert (summary["passed"], summary["errors"], summary["not_run"]) == (6, 8, 0)
 
@@ -172,29 +173,35 @@ def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
     assert proc.returncode == 1
 
 
-@pytest.mark.parametrize(
-    ("function", "message"),
-    [
-        ("crash", "agent error: RuntimeError: agent blew up on x"),
-        ("async_crash", "agent error: ValueError: async agent blew up"),
-        ("exits", "agent error: SystemExit: 3"),
-        ("async_exits", "agent error: SystemExit: bye"),
-        ("interrupts", "agent error: KeyboardInterrupt"),
-        ("unserialisable", "agent returned object; expected str, dict, list or specrun.Response"),
-    ],
-)
-def test_a_crashing_python_agent_errors_its_case_and_the_run_goes_on(tmp_path, function, message):
-    cases = [
-        {"id": "before", "input": "a", "target": "python:agents_mod:crash"},
-        {"id": "bad", "input": "x", "target": f"python:agents_mod:{function}"},
-        {"id": "after", "input": "fine", "assertions": [{"type": "contains", "value": "fine"}]},
-    ]
+CRASHES = {
+    "crash": "agent error: RuntimeError: agent blew up on x",
+    "async_crash": "agent error: ValueError: async agent blew up",
+    "exits": "agent error: SystemExit: 3",
+    "async_exits": "agent error: SystemExit: bye",
+    "interrupts": "agent error: KeyboardInterrupt",
+    "unserialisable": "agent returned object; expected str, dict, list or specrun.Response",
+}
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+    """One run with a case per crashing function, between a crash and a case that must still
+    pass; the tests only read it (a specrun process per function cost 0.3-1 s each)."""
+    tmp_path = tmp_path_factory.mktemp("crashes")
+    cases = [{"id": "before", "input": "a", "target": "python:agents_mod:crash"}]
+    cases += [{"id": function, "input": "x", "target": f"python:agents_mod:{function}"} for function in CRASHES]
+    cases.append({"id": "after", "input": "fine", "assertions": [{"type": "contains", "value": "fine"}]})
     with LLMServer() as server:
         project(tmp_path, server.base_url, cases)
         proc, _ = run(tmp_path, "--parallel", "2")
-    got = results(tmp_path)
-    assert got["bad"]["status"] == "error"
-    assert got["bad"]["error"].startswith(message), got["bad"]["error"]
+    return proc, results(tmp_path)
+
+
+@pytest.mark.parametrize(("function", "message"), CRASHES.items())
+def test_a_crashing_python_agent_errors_its_case_and_the_run_goes_on(crashed, function, message):
+    proc, got = crashed
+    assert got[function]["status"] == "error"
+    assert got[function]["error"].startswith(message), got[function]["error"]
     assert got["after"]["status"] == "passed"
     assert proc.returncode == 1
 
@@ -255,26 +262,25 @@ def test_concurrency_halves_when_the_endpoint_answers_bursts_with_429(tmp_path):
 def test_cases_queued_by_the_limiter_do_not_time_out(tmp_path):
     """Throttled to what the server takes, cases wait longer than their timeout for a slot:
     that wait is specrun's, so it neither times the case out nor counts as its latency."""
-    server: LLMServer
-
-    def narrow(body: dict[str, Any]) -> dict[str, Any]:
-        if server.in_flight > 4:
-            return {"status": 429, "headers": {"retry-after": "0"}}
-        return {"content": "ok", "delay": 0.25}
-
-    server = LLMServer(narrow)
-    with server:
-        latency = [{"type": "latency", "max": 1000}]  # the queue's time is not the agent's latency
-        cases = [{"id": f"c{i}", "input": "q", "timeout": "1s", "assertions": latency} for i in range(40)]
-        cases += [{"id": "slow-agent", "input": "q", "timeout": "1s", "target": "python:agents_mod:slow"}]
-        project(tmp_path, server.base_url, cases, "  retries: 50\n")
+    with LLMServer(delay=0.1) as server:
+        latency = [{"type": "latency", "max": 500}]  # the queue's time is not the agent's latency
+        cases = [{"id": f"c{i}", "input": "q", "timeout": "500ms", "assertions": latency} for i in range(20)]
+        cases += [{"id": "slow-agent", "input": "q", "timeout": "500ms", "target": "python:agents_mod:slow"}]
+        # The server takes 2 calls at once (max_connections): each call is one 0.1 s reply, far
+        # inside 500 ms however loaded the machine. Left to find that limit by 429s (as
+        # test_concurrency_halves_... does), the cases paid for a storm of rejected round trips,
+        # which are their own time, and timed out under load.
+        project(tmp_path, server.base_url, cases, "  max_connections: 2\n")
         (tmp_path / "agents_mod.py").write_text(AGENTS + "\nasync def slow(m, c):\n    await asyncio.sleep(30)\n")
-        proc, took = run(tmp_path, "--parallel", "41")
+        proc, _ = run(tmp_path, "--parallel", "21")
     got = results(tmp_path)
-    statuses = Counter(r["status"] for k, r in got.items() if k != "slow-agent")
-    assert statuses == {"passed": 40}, [r["error"] for r in got.values() if r["status"] != "passed"]
-    assert took > 2  # 40 cases x 0.25 s at about 4 at once: the last ones queued well over 1 s
-    assert got["slow-agent"]["error"] == "timeout after 1.0s"  # the case timeout still works
+    queued = [r for k, r in got.items() if k != "slow-agent"]
+    statuses = Counter(r["status"] for r in queued)
+    assert statuses == {"passed": 20}, [(r["error"], r["duration_ms"]) for r in queued if r["status"] != "passed"]
+    assert server.max_in_flight == 2  # the other cases queued in specrun
+    # 20 replies of 0.1 s, 2 at once: the last cases waited at least 0.9 s for a slot, and passed.
+    assert max(r["duration_ms"] for r in queued) > 750
+    assert got["slow-agent"]["error"] == "timeout after 500ms"  # the case timeout still works
     assert proc.returncode == 1
 
 

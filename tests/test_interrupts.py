@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,11 @@ import pytest
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 AGENT = """
-import asyncio, time
+import asyncio, os, time
 
 async def slow(messages, ctx):
+    with open(os.environ["STARTED_LOG"], "a") as fh:  # the test signals once the cases it names run
+        fh.write(ctx.case_id + "\\n")
     await asyncio.sleep(float(messages[-1].text))
     return "done"
 
@@ -54,7 +57,7 @@ def project(tmp_path: Path, cases: list[dict], function: str = "slow") -> None:
 
 
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
-    env = {**os.environ, "HOOK_LOG": str(tmp_path / "hooks.log")}
+    env = {**os.environ, "HOOK_LOG": str(tmp_path / "hooks.log"), "STARTED_LOG": str(tmp_path / "started.log")}
     return subprocess.Popen(
         [SPECRUN, "suite.jsonl", *args],
         cwd=tmp_path,
@@ -65,13 +68,23 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     )
 
 
-def wait_for_results(path: Path, count: int, limit: float = 30) -> None:
+def wait_for_lines(path: Path, wanted: Callable[[list[str]], bool], what: str, limit: float = 30) -> None:
+    """Poll ``path`` until ``wanted`` holds for its lines; ``limit`` is a failure deadline."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if path.exists() and sum('"type": "result"' in line for line in path.read_text().splitlines()) >= count:
+        if path.exists() and wanted(path.read_text().splitlines()):
             return
-        time.sleep(0.05)
-    raise AssertionError(f"{count} results never appeared in {path}")
+        time.sleep(0.02)
+    raise AssertionError(f"{what} never appeared in {path}")
+
+
+def wait_for_results(path: Path, count: int) -> None:
+    wait_for_lines(path, lambda lines: sum('"type": "result"' in line for line in lines) >= count, f"{count} results")
+
+
+def wait_for_started(tmp_path: Path, *cases: str) -> None:
+    """Until the agent has started each of ``cases`` (it logs them as it starts)."""
+    wait_for_lines(tmp_path / "started.log", lambda lines: set(cases) <= set(lines), f"cases {cases}")
 
 
 def records(path: Path) -> list[dict]:
@@ -86,7 +99,7 @@ def test_signal_mid_run_keeps_every_result_and_runs_hooks(tmp_path, sig, code):
     project(tmp_path, cases)
     proc = start(tmp_path, "--parallel", "3", "-o", "out.jsonl", "--after", "hooks_mod.AfterAll")
     wait_for_results(tmp_path / "out.jsonl", 1)
-    time.sleep(0.3)  # both slow cases are in flight
+    wait_for_started(tmp_path, "slow0", "slow1", "queued0")  # in flight, queued0 where quick was
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == code, err
@@ -109,15 +122,9 @@ def test_signal_mid_run_keeps_every_result_and_runs_hooks(tmp_path, sig, code):
 def test_second_ctrl_c_exits_at_once(tmp_path):
     project(tmp_path, [{"id": "slow", "input": "60", "after": "hooks_mod.SlowAfter"}])
     proc = start(tmp_path, "-o", "out.jsonl")
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "out.jsonl").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    wait_for_started(tmp_path, "slow")
     proc.send_signal(signal.SIGINT)  # the case is cancelled; its after hook now sleeps 60 s
-    deadline = time.monotonic() + 20
-    while "slow-after" not in ((tmp_path / "hooks.log").read_text() if (tmp_path / "hooks.log").exists() else ""):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for_lines(tmp_path / "hooks.log", lambda lines: any("slow-after" in line for line in lines), "slow-after", 20)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=10)
@@ -126,12 +133,12 @@ def test_second_ctrl_c_exits_at_once(tmp_path):
 
 
 def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path):
-    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "1s"}, {"id": "fine", "input": "0"}], "blocking")
+    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], "blocking")
     started = time.monotonic()
     proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
     proc.communicate(timeout=30)
     assert time.monotonic() - started < 15
     results = {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
-    assert results["stuck"]["error"] == "timeout after 1.0s"
+    assert results["stuck"]["error"] == "timeout after 300ms"
     assert results["fine"]["status"] == "passed"
     assert proc.returncode == 1

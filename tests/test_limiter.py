@@ -203,21 +203,24 @@ async def test_model_calls_share_one_limiter_per_model_that_429s_halve():
 async def test_waiting_for_a_slot_pauses_the_case_timeout():
     limiter = AdaptiveLimiter(1)
     held = await limiter.acquire()
-    asyncio.get_running_loop().call_later(0.4, limiter.release, held)
     loop = asyncio.get_running_loop()
-    async with asyncio.timeout(0.2) as deadline:
+    async with asyncio.timeout(0.1) as deadline:
         token = CASE_DEADLINE.set(deadline)
+        due = deadline.when()
+        assert due is not None
+        loop.call_at(due + 0.1, limiter.release, held)  # the slot frees 0.1 s after the timeout was due
         started = loop.time()
-        slot = await limiter.acquire()  # waits 0.4 s: longer than the whole timeout
-        assert slot.waited >= 0.35
-        assert deadline.when() is not None and deadline.when() - started >= 0.55  # pushed back by the wait
+        slot = await limiter.acquire()  # waits about 0.2 s: longer than the whole timeout
+        assert loop.time() > due  # past when it was due, and it did not fire
+        assert slot.waited >= 0.15
+        assert deadline.when() is not None and deadline.when() - started >= 0.25  # pushed back by the wait
         limiter.release(slot)
         CASE_DEADLINE.reset(token)
     with pytest.raises(TimeoutError):  # and it still runs once the call has its slot
-        async with asyncio.timeout(0.2) as deadline:
+        async with asyncio.timeout(0.1) as deadline:
             CASE_DEADLINE.set(deadline)
             async with limiter.slot():
-                await asyncio.sleep(1)
+                await asyncio.sleep(10)
 
 
 async def test_a_slot_granted_at_once_leaves_the_case_timeout_alone():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from aiohttp import web
 from specrun_plugins.targets.http import HttpTarget, compile_template
 from support.llm_server import LLMServer
+from support.waiting import until
 
 from specrun import Context, Message, TargetError
 
@@ -119,7 +121,16 @@ async def test_per_request_timeout(llm):
     with pytest.raises(TargetError, match=r"no reply from .* within 0\.1s"):
         await target.respond(user("x"), CTX)
     await target.aclose()
-    await asyncio.sleep(0.3)  # let the server finish the abandoned reply before it stops
+    await until(lambda: llm.in_flight == 0, what="the abandoned reply")  # sent before the server stops
+
+
+def test_aiohttp_is_loaded_with_the_session_before_the_case_clock_starts(monkeypatch):
+    """The runner opens a case's session, then starts its timeout: importing aiohttp (0.1-0.4 s)
+    must happen by then, not inside the first call (it timed out 500 ms cases under load)."""
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # any import of it now fails: shows who imports it
+    target = HttpTarget({"type": "http", "url": "http://127.0.0.1:9/x"}, Path("."))  # not when loading
+    with pytest.raises(ImportError, match="aiohttp"):
+        target.session(CTX)
 
 
 async def test_one_shared_unlimited_session_closed_by_aclose(llm, openai_target):

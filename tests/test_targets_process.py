@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from specrun_plugins.targets.process import AgentProcess, ProcessTarget, strip_ansi
+from support.waiting import until
 
 from specrun import Context, Message, TargetError
 
@@ -92,7 +93,7 @@ async def test_stderr_is_kept_apart():
     process = AgentProcess([sys.executable, "echo_cli.py"], cwd=AGENTS)
     try:
         assert await process.ask("quiet") == "[echo] echo: quiet (#1)"
-        await asyncio.sleep(0.05)
+        await until(lambda: process.stderr_tail != "")  # stderr is read apart, as it comes
         assert process.stderr_tail == "log: got 'quiet'"
     finally:
         await process.close()
@@ -152,8 +153,11 @@ async def test_environment_of_the_case_and_config():
 
 async def test_cancelled_send_then_close_leaves_no_process():
     session = target("echo_cli.py").session(CTX)
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(session.send([Message("user", "!sleep 30")]), 0.5)
+    send = asyncio.create_task(session.send([Message("user", "!sleep 30")]))
+    await until(lambda: "!sleep 30" in session.process.stderr_tail)  # the agent sleeps on it
+    send.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await send
     pid = session.process.pid
     await session.close()
     assert session.process.returncode is not None and not alive(pid)

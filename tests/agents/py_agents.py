@@ -37,7 +37,7 @@ def returns_set(messages, ctx):
 
 
 def blocking(messages, ctx):
-    time.sleep(0.3)
+    time.sleep(0.15)
     return f"slept in {threading.current_thread().name}"
 
 

@@ -24,6 +24,7 @@ from specrun.plugin import (
     Context,
     Message,
     Response,
+    Session,
     Target,
     TargetError,
     endpoint_key,
@@ -235,6 +236,14 @@ class HttpTarget(Target):
             if "body" in self.config and not isinstance(self.config["body"], dict):
                 yield "body", "with format: openai, body must be a mapping of extra request fields"
         yield from self._invalid
+
+    def session(self, context: Context) -> Session:
+        # aiohttp is imported here, before the runner starts the case's clock: importing it
+        # takes 0.1-0.4 s, which would count toward the first cases' timeout and latency (a
+        # 500 ms timeout failed them on a loaded machine).
+        import aiohttp  # noqa: F401
+
+        return super().session(context)
 
     def client(self) -> aiohttp.ClientSession:
         """The shared session, (re)created in the running loop (the pytest API may use several)."""
