@@ -19,8 +19,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -36,14 +38,25 @@ _REPO = Path(__file__).resolve().parents[2]
 _OURS = _folders(*(str(_REPO / p) for p in ("specrun", "plugins", "schemas", "tests")), sys.prefix, sys.base_prefix)
 
 
+# The modules already found to be nobody's project (ours, installed, built in): once litellm is
+# loaded sys.modules holds thousands, and every call would look at each of them twice again.
+_NEVER: weakref.WeakValueDictionary[str, ModuleType] = weakref.WeakValueDictionary()
+
+
 def _project_modules(folders: tuple[str, ...]) -> list[str]:
     """Modules imported from ``folders``: the agents and hooks of projects, which a new
     ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
-    return [
-        name
-        for name, module in list(sys.modules.items())
-        if (file := str(getattr(module, "__file__", "") or "")).startswith(folders) and not file.startswith(_OURS)
-    ]
+    found = []
+    for name, module in list(sys.modules.items()):
+        if _NEVER.get(name) is module:
+            continue
+        file = str(getattr(module, "__file__", "") or "")
+        if not file or file.startswith(_OURS):
+            with contextlib.suppress(TypeError):  # an entry that is no module may not take a weak reference
+                _NEVER[name] = module
+        elif file.startswith(folders):
+            found.append(name)
+    return found
 
 
 @contextlib.contextmanager
