@@ -32,6 +32,7 @@ from .project import Agent, Project
 from .results import Result, RunInfo, utc_timestamp
 from .runner import Job, Runner, RunOptions
 from .selection import Selection
+from .services import ModelUse
 from .shard import Shard
 from .shard import select as select_shard
 from .stream import ResultStream
@@ -189,16 +190,25 @@ class RunSession:
             self.outputs = [str(default_stream(self.project.root))]
         return plan
 
+    def model_uses(self) -> list[ModelUse]:
+        """The models the planned run may call, with their params (``ModelClient.preload``).
+        ``-c`` replaces the model of the model-backed targets, called with the targets' params:
+        its model as the project's ``connectors`` map it, so that a connector on an endpoint
+        the direct route reaches does not import litellm (seconds) for nothing."""
+        assert self._plan is not None, "plan() first"
+        uses = self._plan.model_uses(self.plugins.registry)
+        if self.request.connector:  # a target's use has the target's params; a judge's, None
+            model = self.project.connector_model(self.request.connector)
+            uses += [(model, params) for _, params in uses if params is not None]
+        return uses
+
     async def run(self, console: object) -> RunSummary:
         """Run the plan, with ``console``, the result stream and the ``-o`` reporters as the
         run's plugins. A consumer that failed raises ``ReportError`` (the stream is kept)."""
         assert self._plan is not None, "plan() first"
         plan, req, config = self._plan, self.request, self.project.config
         if self.models is not None and plan.needs_model(self.plugins.registry, config):
-            uses = plan.model_uses(self.plugins.registry)
-            if req.connector:  # -c replaces the targets' model
-                uses.append((req.connector, {}))
-            self.models.preload(uses)
+            self.models.preload(self.model_uses())
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once

@@ -6,12 +6,15 @@ End to end through the CLI, against the loopback model server.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 from support.cli import run_cli
 from support.llm_server import LLMServer
+
+from specrun.session import RunRequest, RunSession
 
 CASES = [
     {"id": "T1", "input": "hello"},
@@ -80,3 +83,20 @@ def test_the_connectors_map_is_checked_by_the_config_schema(server, tmp_path):
     (root / "specrun.yaml").write_text("connectors:\n  deepseek.v3: 3\n")
     done = run_cli(["-i", "chat/tests/inputs.jsonl", "-o", "out.jsonl"], root)
     assert done.returncode == 2 and "specrun.yaml:2" in done.stderr and "connectors" in done.stderr
+
+
+@pytest.mark.parametrize(("connector", "imports_litellm"), [("openai.gpt4", False), ("deepseek.v3", True)])
+def test_dash_c_preloads_litellm_only_when_its_mapped_model_needs_it(
+    server, tmp_path, monkeypatch, connector, imports_litellm
+):
+    """-c's model is the one its connector maps to, sent with the target's params (its api_base
+    and key): openai/gpt-4 on the loopback server takes the direct route, deepseek-chat (priced
+    by litellm as DeepSeek's) goes through litellm."""
+    root = make_project(tmp_path, server, CASES[:1])
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    session = RunSession(RunRequest(inputs=["chat/tests/inputs.jsonl"], connector=connector))
+    asyncio.run(session.load())
+    session.plan()
+    assert session.models is not None
+    assert session.models.needs_litellm(session.model_uses()) is imports_litellm

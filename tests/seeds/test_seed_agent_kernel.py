@@ -2,9 +2,10 @@
 
 Each test writes a pytest project of seed examples (``seeds.extract``, by the line they start
 at), the seed's CLI agent (``examples/pytest/demo.py``) and the seed's configuration (its
-``export AK_TEST__...`` lines, its ``test-config.yaml``), runs pytest on it in a new process,
-and checks the verdicts and what reached the loopback judge: the seed's settings must put the
-comparisons in the mode it says, and a session must be able to judge more than once.
+``export AK_TEST__...`` lines, its ``test-config.yaml``), runs pytest on it, and checks the
+verdicts and what reached the loopback judge: the seed's settings must put the comparisons in
+the mode it says, and a session must be able to judge more than once. The first example runs
+in a new process, as a user runs it; the others in a pytest session of their own in this one.
 
 The fragments of the comparison-mode sections assume the ``test_client`` fixture of the first
 example; they are run after its imports and fixture, as the page presents them. Not run here
@@ -76,17 +77,31 @@ def judge():
         yield server
 
 
-def run_seed(tmp_path: Path, judge: LLMServer, source: str, env: dict[str, str], cwd: Path | None = None):
-    """pytest on ``test_seed.py`` (``source``) next to the seed's demo agent, judged by ``judge``."""
-    project = tmp_path / "project"
+# The seed needs pytest-asyncio and pytest-order (and specrun's plugin, installed with it);
+# anyio's and xdist's plugins it never uses cost a third of a run in a new process: pytest
+# compiles their modules again in each one when bytecode is not written (PYTHONDONTWRITEBYTECODE).
+PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyio", "-p", "no:xdist"]
+PYTEST_ARGS += ["-p", "no:xdist.looponfail"]
+OTHER_SETTINGS = ("SPECRUN_", "AK_TEST", "OPENAI_")  # the run's settings are the seed's alone
+
+
+def write_seed(project: Path, source: str) -> None:
+    """``test_seed.py`` (``source``) next to the seed's demo agent, with the page's pytest.ini."""
     project.mkdir(exist_ok=True)
     shutil.copy(EXAMPLES / "demo.py", project / "demo.py")
     (project / "test_seed.py").write_text(source)
     (project / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SPECRUN_", "AK_TEST", "OPENAI_"))}
+
+
+def run_seed(tmp_path: Path, judge: LLMServer, source: str, env: dict[str, str], cwd: Path | None = None):
+    """pytest on ``test_seed.py`` (``source``) next to the seed's demo agent, judged by ``judge``,
+    in a new process: what a run says once per process (the alias warnings) is seen there."""
+    project = tmp_path / "project"
+    write_seed(project, source)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", *OTHER_SETTINGS))}
     environ |= {"OPENAI_API_BASE": judge.base_url, "OPENAI_API_KEY": "test", **env}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(project)],
+        [sys.executable, "-m", "pytest", *PYTEST_ARGS, str(project)],
         cwd=cwd or project,
         env=environ,
         capture_output=True,
@@ -94,6 +109,43 @@ def run_seed(tmp_path: Path, judge: LLMServer, source: str, env: dict[str, str],
         timeout=300,
     )
     return done, done.stdout + done.stderr
+
+
+def run_seed_inline(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    judge: LLMServer,
+    source: str,
+    env: dict[str, str],
+) -> tuple[int | pytest.ExitCode, str]:
+    """The same pytest run in this process (``pytest.main``: a session of its own, with its own
+    session-scoped event loop and fixtures), which skips starting Python, pytest and specrun
+    again. What a process says once (the alias warnings) it says as a new process would: the run
+    starts with none said, and this process's record is put back after it. Only the project's
+    modules are unloaded afterwards (pytester's inline run unloads every module the run imported,
+    and a second copy of a module specrun keeps objects of breaks later tests)."""
+    from specrun.testing import config
+
+    project = tmp_path / "project"
+    write_seed(project, source)
+    for name in [k for k in os.environ if k.startswith(OTHER_SETTINGS)]:
+        monkeypatch.delenv(name)
+    for name, value in {"OPENAI_API_BASE": judge.base_url, "OPENAI_API_KEY": "test", **env}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(config, "_announced", set())
+    folder = os.path.join(str(project), "")
+    capsys.readouterr()
+    try:
+        code = pytest.main([*PYTEST_ARGS, str(project)])
+    finally:
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", "") or "").startswith(folder):
+                del sys.modules[name]
+    out, err = capsys.readouterr()
+    return code, out + err
 
 
 SEED_ENV = (125, 126, 127, 128)  # export AK_TEST__MODE=llm, AK_TEST__LLM__MODEL=gpt-4o-mini, ...
@@ -108,7 +160,7 @@ def test_pytest_integration_in_the_mode_the_seeds_variables_set(tmp_path, judge)
     assert output.count("AK_TEST__MODE is read as SPECRUN_TEST__MODE") == 1, output[-3000:]
 
 
-def test_comparison_modes_with_the_seeds_config_file_at_the_override_path(tmp_path, judge):
+def test_comparison_modes_with_the_seeds_config_file_at_the_override_path(tmp_path, monkeypatch, capsys, judge):
     """Score, llm and fallback modes and expect() with the configured mode, configured by the
     page's test-config.yaml found through AK_TEST_CONFIG_PATH_OVERRIDE."""
     config = tmp_path / "config" / "test-config.yaml"
@@ -116,26 +168,27 @@ def test_comparison_modes_with_the_seeds_config_file_at_the_override_path(tmp_pa
     config.write_text(example(312).text + "\n")
     fragments = [ported(example(42).text), example(66).text, example(93).text, example(134).text]
     source = ported(prelude()) + "\n\n".join(fragments) + "\n"
-    done, output = run_seed(tmp_path, judge, source, {"AK_TEST_CONFIG_PATH_OVERRIDE": str(config)})
-    assert done.returncode == 0 and "4 passed" in output, output[-3000:]
+    env = {"AK_TEST_CONFIG_PATH_OVERRIDE": str(config)}
+    code, output = run_seed_inline(tmp_path, monkeypatch, capsys, judge, source, env)
+    assert code == 0 and "4 passed" in output, output[-3000:]
     assert judge.requests and {body["model"] for body in judge.requests} == {"gpt-4o-mini"}  # llm mode: judged
     assert "AK_TEST_CONFIG_PATH_OVERRIDE is read as SPECRUN_TEST_CONFIG" in output
 
 
-def test_session_fixture_thresholds_ordered_tests_and_environment_fixture(tmp_path, judge):
+def test_session_fixture_thresholds_ordered_tests_and_environment_fixture(tmp_path, monkeypatch, capsys, judge):
     """The session fixture with ``match_threshold=0.7``, the ordered greeting tests, the custom
     thresholds and the autouse environment fixture, in the seed's llm mode."""
     head = prelude()
     imports = head[: head.index("@pytest_asyncio.fixture")]
     parts = [example(152).text, example(165).text, example(332).text, example(341).text]
     source = ported(imports) + "\n\n".join(parts) + "\n"
-    done, output = run_seed(tmp_path, judge, source, exports(*SEED_ENV))
-    assert done.returncode == 0 and "2 passed" in output, output[-3000:]
+    code, output = run_seed_inline(tmp_path, monkeypatch, capsys, judge, source, exports(*SEED_ENV))
+    assert code == 0 and "2 passed" in output, output[-3000:]
     assert len(judge.requests) == 1  # test_greeting's expect(), judged; test_follow_up checks nothing
 
 
-def test_multi_agent_switching_in_one_session(tmp_path, judge):
+def test_multi_agent_switching_in_one_session(tmp_path, monkeypatch, capsys, judge):
     source = ported(prelude()) + example(179).text + "\n"
-    done, output = run_seed(tmp_path, judge, source, exports(*SEED_ENV))
-    assert done.returncode == 0 and "2 passed" in output, output[-3000:]
+    code, output = run_seed_inline(tmp_path, monkeypatch, capsys, judge, source, exports(*SEED_ENV))
+    assert code == 0 and "2 passed" in output, output[-3000:]
     assert len(judge.requests) == 2  # each expect() judged in the one session loop

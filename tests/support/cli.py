@@ -19,9 +19,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -38,14 +40,25 @@ _REPO = Path(__file__).resolve().parents[2]
 _OURS = _folders(*(str(_REPO / p) for p in ("specrun", "plugins", "schemas", "tests")), sys.prefix, sys.base_prefix)
 
 
+# The modules already found to be nobody's project (ours, installed, built in): once litellm is
+# loaded sys.modules holds thousands, and every call would look at each of them twice again.
+_NEVER: weakref.WeakValueDictionary[str, ModuleType] = weakref.WeakValueDictionary()
+
+
 def _project_modules(folders: tuple[str, ...]) -> list[str]:
     """Modules imported from ``folders``: the agents and hooks of projects, which a new
     ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
-    return [
-        name
-        for name, module in list(sys.modules.items())
-        if (file := str(getattr(module, "__file__", "") or "")).startswith(folders) and not file.startswith(_OURS)
-    ]
+    found = []
+    for name, module in list(sys.modules.items()):
+        if _NEVER.get(name) is module:
+            continue
+        file = str(getattr(module, "__file__", "") or "")
+        if not file or file.startswith(_OURS):
+            with contextlib.suppress(TypeError):  # an entry that is no module may not take a weak reference
+                _NEVER[name] = module
+        elif file.startswith(folders):
+            found.append(name)
+    return found
 
 
 @contextlib.contextmanager
@@ -72,10 +85,10 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         for name in _project_modules(temporary + imported_from):
             del sys.modules[name]
         sys.modules.update(hidden)
-        # A run freezes every object of the process (session.py). Counting them walks them all
-        # (~10 ms in a test process), so when none were frozen before, unfreeze
-        # (a constant-time move) without counting.
-        if not frozen or gc.get_freeze_count() > frozen:
+        # A run freezes what it loaded (session.py). Unfreezing is O(1) but counting the frozen
+        # objects walks them all (~35 ms once litellm is loaded, on every call): when nothing was
+        # frozen before, unfreeze without counting.
+        if frozen == 0 or gc.get_freeze_count() > frozen:
             gc.unfreeze()
         gc.set_threshold(*threshold)
         for sig, handler in handlers.items():
