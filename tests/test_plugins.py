@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -45,13 +44,11 @@ SHOUTING_SUITE = """\
 @pytest.fixture(scope="module")
 def fake_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """specrun-fake-plugin installed (``pip install --target``) into a folder of its own."""
-    tmp = tmp_path_factory.mktemp("fake_plugin")
-    source = tmp / "src"  # a copy: building in place would leave build/ and *.egg-info behind
-    shutil.copytree(FAKE_PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = tmp / "site"
+    # From the source folder, as a user installs a checkout (flit_core writes nothing into it).
+    site = tmp_path_factory.mktemp("fake_plugin") / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-         str(source)],
+         str(FAKE_PLUGIN)],
         check=True,
         capture_output=True,
         timeout=300,
