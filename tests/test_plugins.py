@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from support.started import finish
 
 import specrun
 from specrun import hookspecs
@@ -64,25 +65,14 @@ def start_specrun(*args: str, site: Path | None = None, cwd: Path | None = None,
     if site is not None:
         environ["PYTHONPATH"] = str(site)
     environ.update(env)
+    # Two independent commands of a test are started together, then finished: see support.started.
     return subprocess.Popen([SPECRUN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=environ, cwd=cwd)
 
 
-def finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    """What ``subprocess.run`` returns for a started ``specrun``. Two independent commands of a
-    test are started together and then finished: their start-ups overlap."""
-    try:
-        stdout, stderr = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-
-
 def run_specrun(*args: str, site: Path | None = None, cwd: Path | None = None,
                 **env: str) -> subprocess.CompletedProcess[str]:
-    return finish(start_specrun(*args, site=site, cwd=cwd, **env))
+    return finish(start_specrun(*args, site=site, cwd=cwd, **env), timeout=60)
 
 
 @pytest.fixture
