@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.started import finish
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns(
@@ -109,27 +110,35 @@ def test_wheel_install_behaves_like_the_editable_one(wheel: Path, tmp_path: Path
     )
     env = {k: v for k, v in os.environ.items() if k != "SPECRUN_DISABLE_PLUGINS"}
     wheel_env = {**env, "PYTHONPATH": str(site)}
-    where = subprocess.run(
-        [sys.executable, "-c", "import specrun, specrun_plugins, specrun_schemas as s; "
-         "print(specrun.__file__, specrun_plugins.__file__, s.__file__)"],
-        capture_output=True, text=True, env=wheel_env, cwd=tmp_path, check=True,
+    plugins = "from specrun.cli.main import main; main(['plugins', '--json'])"
+    # Four independent commands, started together so that their start-ups overlap.
+    where, from_wheel, editable, suites = (
+        _start("import specrun, specrun_plugins, specrun_schemas as s; "
+               "print(specrun.__file__, specrun_plugins.__file__, s.__file__)", env=wheel_env, cwd=tmp_path),
+        _start(plugins, env=wheel_env, cwd=tmp_path),
+        _start(plugins, env=env, cwd=tmp_path),
+        # -P: do not put the working folder (the repository, holding specrun/) first on the path.
+        _start("import specrun, sys; assert specrun.__file__.startswith(sys.argv[1]); "
+               "from specrun.cli.main import main; main(['validate', 'suites'])", str(site),
+               options=["-P"], env=wheel_env, cwd=ROOT),
     )
-    assert where.stdout.count(str(site)) == 3, where.stdout
+    located = finish(where)
+    assert located.returncode == 0, located.stderr
+    assert located.stdout.count(str(site)) == 3, located.stdout
 
-    def plugins(environ: dict[str, str]) -> dict[str, object]:
-        result = subprocess.run(
-            [sys.executable, "-c", "from specrun.cli.main import main; main(['plugins', '--json'])"],
-            capture_output=True, text=True, env=environ, cwd=tmp_path,
-        )
+    def listed(process: subprocess.Popen[str]) -> dict[str, object]:
+        result = finish(process)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
-    assert plugins(wheel_env) == plugins(env)
-    # -P: do not put the working folder (the repository, holding specrun/) first on the path.
-    result = subprocess.run(
-        [sys.executable, "-P", "-c", "import specrun, sys; assert specrun.__file__.startswith(sys.argv[1]); "
-         "from specrun.cli.main import main; main(['validate', 'suites'])", str(site)],
-        capture_output=True, text=True, env=wheel_env, cwd=ROOT,
-    )
+    assert listed(from_wheel) == listed(editable)
+    result = finish(suites)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok: ")
+
+
+def _start(code: str, *args: str, env: dict[str, str], cwd: Path, options: tuple[str, ...] | list[str] = ()
+           ) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, *options, "-c", code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+

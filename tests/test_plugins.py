@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from support.started import finish
 
 import specrun
 from specrun import hookspecs
@@ -45,13 +45,11 @@ SHOUTING_SUITE = """\
 @pytest.fixture(scope="module")
 def fake_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """specrun-fake-plugin installed (``pip install --target``) into a folder of its own."""
-    tmp = tmp_path_factory.mktemp("fake_plugin")
-    source = tmp / "src"  # a copy: building in place would leave build/ and *.egg-info behind
-    shutil.copytree(FAKE_PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    site = tmp / "site"
+    # From the source folder, as a user installs a checkout (flit_core writes nothing into it).
+    site = tmp_path_factory.mktemp("fake_plugin") / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-         str(source)],
+         str(FAKE_PLUGIN)],
         check=True,
         capture_output=True,
         timeout=300,
@@ -60,15 +58,21 @@ def fake_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return site
 
 
-def run_specrun(*args: str, site: Path | None = None, cwd: Path | None = None,
-                **env: str) -> subprocess.CompletedProcess[str]:
+def start_specrun(*args: str, site: Path | None = None, cwd: Path | None = None,
+                  **env: str) -> subprocess.Popen[str]:
     environ = {k: v for k, v in os.environ.items()
                if k not in (DISABLE_ENV, "PYTHONPATH", "SPECRUN_FAKE_PLUGIN_BREAK")}
     if site is not None:
         environ["PYTHONPATH"] = str(site)
     environ.update(env)
-    return subprocess.run([SPECRUN, *args], capture_output=True, text=True, env=environ, cwd=cwd,
-                          timeout=60)
+    # Two independent commands of a test are started together, then finished: see support.started.
+    return subprocess.Popen([SPECRUN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=environ, cwd=cwd)
+
+
+def run_specrun(*args: str, site: Path | None = None, cwd: Path | None = None,
+                **env: str) -> subprocess.CompletedProcess[str]:
+    return finish(start_specrun(*args, site=site, cwd=cwd, **env), timeout=60)
 
 
 @pytest.fixture
@@ -104,7 +108,8 @@ def test_plugins_json_has_the_third_party_plugin(fake_site: Path) -> None:
 
 
 def test_schema_contains_the_plugin_type_and_its_parameters(fake_site: Path) -> None:
-    result = run_specrun("schema", site=fake_site)
+    with_plugin, without = start_specrun("schema", site=fake_site), start_specrun("schema")
+    result = finish(with_plugin)
     assert result.returncode == 0, result.stderr
     schema = json.loads(result.stdout)
     slot = schema["$defs"]["assertion"]
@@ -113,7 +118,7 @@ def test_schema_contains_the_plugin_type_and_its_parameters(fake_site: Path) -> 
                   if b["if"]["properties"]["type"]["const"] == "shouting")
     assert branch["properties"]["min_length"]["type"] == "integer"
     assert branch["additionalProperties"] is False
-    assert "shouting" not in run_specrun("schema").stdout
+    assert "shouting" not in finish(without).stdout
 
 
 def test_suite_using_the_plugin_validates(fake_site: Path, shouting_suite: Path) -> None:
@@ -123,15 +128,17 @@ def test_suite_using_the_plugin_validates(fake_site: Path, shouting_suite: Path)
 
 
 def test_plugin_parameters_are_checked(fake_site: Path, tmp_path: Path) -> None:
-    suite = tmp_path / "typo.yaml"
-    suite.write_text(SHOUTING_SUITE.replace("min_length: 3", "min_lenght: three"))
-    result = run_specrun("validate", "typo.yaml", site=fake_site, cwd=tmp_path)
+    started = []
+    for folder, line in (("misspelt", "min_lenght: three"), ("mistyped", "min_length: three")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "typo.yaml").write_text(SHOUTING_SUITE.replace("min_length: 3", line))
+        started.append(start_specrun("validate", "typo.yaml", site=fake_site, cwd=tmp_path / folder))
+    result = finish(started[0])
     assert result.returncode == 2
     assert ("typo.yaml:5:7: unknown field 'min_lenght'; did you mean 'min_length'? "
             "(allowed: message, min_length, negate, type) "
             "(at cases[0].assertions[0].min_lenght)") in result.stderr
-    suite.write_text(SHOUTING_SUITE.replace("min_length: 3", "min_length: three"))
-    result = run_specrun("validate", "typo.yaml", site=fake_site, cwd=tmp_path)
+    result = finish(started[1])
     assert result.returncode == 2
     assert "typo.yaml:5:19: " in result.stderr
     assert "min_length must be an integer, not a string" in result.stderr
@@ -141,13 +148,14 @@ def test_plugin_parameters_are_checked(fake_site: Path, tmp_path: Path) -> None:
 def test_blocking_the_plugin_makes_the_suite_invalid(
     fake_site: Path, shouting_suite: Path, block: str
 ) -> None:
-    result = run_specrun("validate", str(shouting_suite), site=fake_site,
-                         **{DISABLE_ENV: block})
+    validate = start_specrun("validate", str(shouting_suite), site=fake_site, **{DISABLE_ENV: block})
+    plugins = start_specrun("plugins", site=fake_site, **{DISABLE_ENV: block})
+    result = finish(validate)
     assert result.returncode == 2
     assert "unknown assertion type 'shouting'" in result.stderr
     assert "(at cases[0].assertions[0].type)" in result.stderr
     assert "Traceback" not in result.stderr
-    listed = run_specrun("plugins", site=fake_site, **{DISABLE_ENV: block})
+    listed = finish(plugins)
     assert "fake (specrun-fake-plugin" not in listed.stdout
     assert "blocked by SPECRUN_DISABLE_PLUGINS:" in listed.stdout
 
@@ -161,18 +169,20 @@ def test_without_the_plugin_installed_the_suite_is_invalid(shouting_suite: Path)
 def test_a_plugin_that_fails_to_import_names_its_distribution(
     fake_site: Path, shouting_suite: Path
 ) -> None:
-    result = run_specrun("validate", str(shouting_suite), site=fake_site,
-                         SPECRUN_FAKE_PLUGIN_BREAK="1")
+    suite = shouting_suite.with_name("plain.jsonl")
+    suite.write_text('{"id": "a", "input": "hi"}\n')
+    broken = start_specrun("validate", str(shouting_suite), site=fake_site,
+                           SPECRUN_FAKE_PLUGIN_BREAK="1")
+    blocked = start_specrun("validate", str(suite), site=fake_site, SPECRUN_FAKE_PLUGIN_BREAK="1",
+                            **{DISABLE_ENV: "fake"})
+    result = finish(broken)
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "specrun: plugin 'fake' from distribution specrun-fake-plugin failed to import: "
         "RuntimeError: broken on purpose: SPECRUN_FAKE_PLUGIN_BREAK is set"
     )
     # Blocking a broken plugin is the way around it: it is never imported.
-    suite = shouting_suite.with_name("plain.jsonl")
-    suite.write_text('{"id": "a", "input": "hi"}\n')
-    result = run_specrun("validate", str(suite), site=fake_site, SPECRUN_FAKE_PLUGIN_BREAK="1",
-                         **{DISABLE_ENV: "fake"})
+    result = finish(blocked)
     assert result.returncode == 0, result.stderr
 
 

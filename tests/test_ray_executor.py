@@ -67,7 +67,7 @@ CASES = [
     {"id": "ok", "input": "hello", "expected": "hello", "before": "hooks.Before", "after": "hooks.After"},
     {"id": "wrong", "input": "hello", "expected": "goodbye"},
     {"id": "crash", "input": "crash", "after": "hooks.After"},
-    {"id": "hang", "input": "hang", "timeout": "1s"},
+    {"id": "hang", "input": "hang", "timeout": "0.2s"},
     {"id": "flaky", "input": "flaky", "expected": "flaky"},
     {"id": "nodb", "input": "hello", "before": "hooks.BrokenBefore"},
     {"id": "after-fails", "input": "hello", "after": "hooks.After"},
@@ -78,7 +78,15 @@ CASES = [
 @pytest.fixture(scope="module")
 def cluster():
     """One local cluster for the module, as a program that had joined one would have it."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # No idle workers started for the driver: every task here asks for its project's runtime
+    # environment, which an idle worker without it cannot take (two processes booted for nothing).
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _system_config={"prestart_worker_first_driver": False},
+    )
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -117,7 +125,7 @@ def test_same_verdicts_and_reports_as_a_local_run(tmp_path, cluster):
     assert without_timing(remote["results"]) == without_timing(local["results"])
     assert without_timing(remote["summary"]) == without_timing(local["summary"])
     error = {r["id"]: r["run_details"][0]["error"] for r in remote["results"]}
-    assert error["crash"] == "agent error: RuntimeError: boom" and error["hang"] == "timeout after 1.0s"
+    assert error["crash"] == "agent error: RuntimeError: boom" and error["hang"] == "timeout after 200ms"
     assert "before hook hooks.BrokenBefore failed: ValueError: no database" in error["nodb"]
     assert "after hook hooks.After failed: ValueError: after hook broke" in error["after-fails"]
     by_id = {r["id"]: r for r in remote["results"]}
@@ -161,7 +169,8 @@ def test_model_calls_from_the_workers(tmp_path, cluster):
     root = project(tmp_path / "p", cases, config="model: openai/gpt-4o-mini\nexecutor: ray\n")
     with LLMServer(responder=judge) as server:
         keys = {"OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
-        done = run_cli(["suite.jsonl", "-o", "out.jsonl"], cwd=root, env=env(root, **keys))
+        # One case at a time: one worker imports the model client (seconds) and judges both.
+        done = run_cli(["suite.jsonl", "--parallel", "1", "-o", "out.jsonl"], cwd=root, env=env(root, **keys))
         assert len(server.requests) == 2  # both judged from the workers, over HTTP
     lines = [json.loads(line) for line in (root / "out.jsonl").read_text().splitlines()]
     statuses = {r["id"]: r["status"] for r in lines if r["type"] == "result"}
@@ -202,7 +211,7 @@ def test_ctrl_c_cancels_the_remote_cases_and_still_reports(tmp_path, cluster):
     )
     deadline = time.monotonic() + 90
     while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:  # both cases running on workers
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert len(list(marks.iterdir())) == 2, "the cases never started"
     process.send_signal(signal.SIGINT)
     stdout, _ = process.communicate(timeout=60)
