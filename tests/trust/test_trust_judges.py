@@ -234,7 +234,7 @@ async def test_a_cache_entry_of_the_wrong_shape_is_a_miss(server, tmp_path, entr
 
 
 async def test_identical_judge_calls_in_flight_at_once_are_made_once(tmp_path):
-    with LLMServer(delay=0.5) as server:
+    with LLMServer(delay=0.1) as server:
         server.responder = lambda body: verdict(True, 1.0, "ok")
         client = client_for(server, tmp_path)
         checks = [make_check(client, "Paris") for _ in range(50)]
@@ -246,14 +246,15 @@ async def test_identical_judge_calls_in_flight_at_once_are_made_once(tmp_path):
 
 
 async def test_a_shared_call_whose_first_caller_is_cancelled_is_asked_by_the_next(tmp_path):
-    with LLMServer(delay=1.0) as server:
+    with LLMServer() as server:
+        server.script({"hang": True})  # the leader's request is never answered; the next is at once
         client = client_for(server, tmp_path)
         ask = [{"role": "user", "content": "hi"}]
         leader = asyncio.create_task(client.complete(ask))
-        for _ in range(300):  # the leader's request is on the wire (litellm may be importing first)
+        for _ in range(3000):  # the leader's request is on the wire (litellm may be importing first)
             if server.requests:
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.01)
         follower = asyncio.create_task(client.complete(ask))
         await asyncio.sleep(0.1)
         assert len(server.requests) == 1  # the follower waits for the leader's answer
