@@ -8,11 +8,9 @@ reports of them is compared: text, tool calls, request body, tokens, cost, error
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+import support.fresh_run as fresh_run
 from support.llm_server import LLMServer
 
 from specrun import prices
@@ -199,41 +197,25 @@ def test_every_openai_price_matches_litellm_s_own_cost(monkeypatch):
     ("judge_model", "imports_litellm"),
     [
         (None, False),  # the project's openai/ judge: the direct route only
-        ("hosted_vllm/judge", True),  # an assertion's own model that only litellm reaches
+        (fresh_run.LITELLM_JUDGE, True),  # an assertion's own model that only litellm reaches
     ],
 )
-def test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it(tmp_path, judge_model, imports_litellm):
-    with LLMServer() as server:
-        server.responder = lambda body: (
-            {"content": {"passed": True, "score": 1.0, "reason": "ok"}}
-            if "<<<BEGIN DATA" in json.dumps(body)
-            else {"content": "echo"}
-        )
-        (tmp_path / "specrun.yaml").write_text(
-            f"model: openai/judge\nmodel_params: {{api_base: '{server.base_url}', api_key: unused}}\n"
-        )
-        (tmp_path / "agent.yaml").write_text(
-            f"target: {{type: http, url: '{server.base_url}/chat/completions', format: openai}}\n"
-        )
-        own = f", model: {judge_model}" if judge_model else ""
-        (tmp_path / "suite.yaml").write_text(
-            "cases:\n  - id: judged\n    input: hello\n    assertions:\n"
-            f"      - {{type: llm, criteria: Says echo.{own}}}\n"
-        )
-        code = (
-            "import sys\nfrom specrun.cli.main import main\n"
-            "try:\n    code = main(['suite.yaml', '-o', 'out.jsonl', '-q'])\n"
-            "except SystemExit as exit:\n    code = exit.code\n"
-            "print(code, 'litellm' in sys.modules)\n"
-        )
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        done = subprocess.run(
-            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
-        )
-    assert done.stdout.split()[-2:] == ["0", str(imports_litellm)], done.stdout + done.stderr
-    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    result = next(r for r in records if r["type"] == "result")
+def test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it(
+    tmp_path, tmp_path_factory, judge_model, imports_litellm
+):
+    if imports_litellm:  # shared with the trust test of the case clock: the import takes seconds
+        done = fresh_run.litellm_run(tmp_path_factory)
+    else:
+        with LLMServer(responder=fresh_run.judge_or_echo) as server:
+            fresh_run.write_project(tmp_path, server, judge_model)
+            done = fresh_run.run(tmp_path, server)
+    assert (done.code, done.imported) == ("0", imports_litellm), done.output
+    result = done.results["judged"]
     assert result["status"] == "passed" and result["assertions"][0]["details"]["usage"]["total_tokens"] == 15
+    # the judge's own call went through litellm (its user agent; the shared run has a litellm
+    # target too), or took the direct route
+    judge_calls = done.sent_by("<<<BEGIN DATA")
+    assert [h["User-Agent"].split("/")[0] for _, h in judge_calls] == ["litellm" if imports_litellm else "Python"]
 
 
 def test_litellm_is_preloaded_only_when_a_call_may_need_it(monkeypatch):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import support.cli
+import support.fresh_run as fresh_run
 from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
 from specrun_plugins.assertions.match import Match
 from specrun_plugins.simulators.llm import LlmSimulator
@@ -31,7 +30,6 @@ from specrun.plugins import get_plugin_manager
 from specrun.services import Services
 from specrun.verdicts import evaluate
 
-SPECRUN = str(Path(sys.executable).with_name("specrun"))
 QUESTION = "What is the capital of France?"
 MODEL = "openai/gpt-4o-mini"
 
@@ -265,66 +263,22 @@ async def test_a_shared_call_whose_first_caller_is_cancelled_is_asked_by_the_nex
 
 # -- C. model import never counts against a case -----------------------------------------------
 
-# The real litellm import, made to take at least IMPORT_SECONDS anywhere (it takes 3 to 11 s
-# here, so the sleep rarely adds any), and a mark that the run did import it. A case that paid
-# for it could neither pass under --timeout TIMEOUT nor last under it.
-IMPORT_SECONDS, TIMEOUT = 3.0, 2
-SLOW_IMPORT = f"""
-import importlib.machinery, pathlib, sys, time
 
-class SlowLoader(importlib.machinery.SourceFileLoader):
-    def exec_module(self, module):
-        started = time.monotonic()
-        super().exec_module(module)
-        time.sleep(max(0.0, started + {IMPORT_SECONDS} - time.monotonic()))
-        pathlib.Path(__file__).with_name("imported").write_text(str(time.monotonic() - started))
-
-class SlowLitellm:
-    def find_spec(self, name, path=None, target=None):
-        if name != "litellm":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        spec.loader = SlowLoader(spec.loader.name, spec.loader.path)
-        return spec
-
-sys.meta_path.insert(0, SlowLitellm())
-"""
-
-
-def test_the_litellm_import_is_never_inside_a_case_clock(tmp_path):
-    (tmp_path / "slow").mkdir()
-    (tmp_path / "slow" / "sitecustomize.py").write_text(SLOW_IMPORT)
-    (tmp_path / "plain").mkdir()
-    (tmp_path / "plain" / "agent.yaml").write_text("target: {type: python, function: bot:answer}\n")
-    (tmp_path / "plain" / "bot.py").write_text("def answer(messages, ctx):\n    return 'plain'\n")
-    (tmp_path / "specrun.yaml").write_text(f"model: {MODEL}\n")
-    # extra_headers: a parameter only litellm sends, so the target's calls go through litellm
-    (tmp_path / "agent.yaml").write_text(
-        f"target: {{type: litellm, model: {MODEL}, params: {{extra_headers: {{X-Test: through-litellm}}}}}}\n"
-    )
-    (tmp_path / "suite.yaml").write_text(
-        "cases:\n"
-        "  - {id: model, input: hi, assertions: [{type: contains, value: echo}]}\n"
-        "  - {id: model2, input: hi again, assertions: [{type: contains, value: echo}]}\n"
-        "  - {id: plain, input: hi, target: plain, assertions: [{type: contains, value: plain}]}\n"
-    )
-    with LLMServer() as server:
-        env = {
-            **os.environ,
-            "PYTHONPATH": f"{tmp_path / 'slow'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-            "OPENAI_API_BASE": server.base_url,
-            "OPENAI_API_KEY": "test-key",
-        }
-        args = [SPECRUN, "suite.yaml", "-o", "out.jsonl", "--timeout", str(TIMEOUT), "--parallel", "3"]
-        proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
-    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    results = {r["id"]: r for r in records if r["type"] == "result"}
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert float((tmp_path / "slow" / "imported").read_text()) >= IMPORT_SECONDS > TIMEOUT  # the run imported it
-    assert [h.get("x-test") for h in server.headers] == ["through-litellm"] * 2  # both calls through litellm
-    assert all(r["status"] == "passed" for r in results.values())
-    assert all(r["duration_ms"] < TIMEOUT * 1000 for r in results.values()), results
-    assert results["plain"]["duration_ms"] < TIMEOUT * 1000  # a case needing no model does not wait for it
+def test_the_litellm_import_is_never_inside_a_case_clock(tmp_path_factory):
+    # One fresh run shared with test_model_path (support/fresh_run.py): litellm's real import,
+    # made to take at least IMPORT_SECONDS > TIMEOUT, so a case that paid for it could neither
+    # pass under --timeout TIMEOUT nor last under it. Cases `model` and `model2` call the
+    # `litellm` target, `judged` a judge only litellm reaches; `plain` calls no model.
+    done = fresh_run.litellm_run(tmp_path_factory)
+    assert done.code == "0" and done.imported, done.output
+    assert done.import_seconds is not None and done.import_seconds >= fresh_run.IMPORT_SECONDS > fresh_run.TIMEOUT
+    target_calls = done.sent_by('"content": "hi"') + done.sent_by('"content": "hi again"')
+    assert [h.get("x-test") for _, h in target_calls] == ["through-litellm"] * 2  # both through litellm
+    results = done.results
+    assert sorted(results) == ["judged", "model", "model2", "plain"]
+    assert all(r["status"] == "passed" for r in results.values()), results
+    assert all(r["duration_ms"] < fresh_run.TIMEOUT * 1000 for r in results.values()), results
+    assert results["plain"]["duration_ms"] < fresh_run.TIMEOUT * 1000  # a case needing no model does not wait for it
 
 
 # -- D. a failing tool loop keeps its calls and its cost ---------------------------------------
