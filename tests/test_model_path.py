@@ -21,6 +21,15 @@ USER = [{"role": "user", "content": "Is the sky blue?"}]
 LITELLM = {"extra_headers": {"X-Test": "through-litellm"}}  # a parameter the direct route leaves to litellm
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_run_in_the_background(request, tmp_path_factory):
+    """The run that imports litellm starts with the module's first test: its seconds overlap
+    the others' (this process's own litellm import among them)."""
+    wanted = test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it
+    if fresh_run.wanted(request, wanted, imports_litellm=True):
+        fresh_run.start_litellm_run(tmp_path_factory)
+
+
 @pytest.fixture
 def server():
     with LLMServer() as srv:

@@ -15,10 +15,12 @@ target whose calls go through litellm (``extra_headers``, which only litellm sen
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,22 +107,31 @@ def judge_or_echo(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": "echo"}
 
 
-def run(root: Path, server: LLMServer, *args: str, pythonpath: Path | None = None) -> Run:
-    """``specrun suite.yaml -o out.jsonl -q ARGS`` in ``root``, a fresh process with no
+def start(root: Path, *args: str, pythonpath: Path | None = None) -> subprocess.Popen[str]:
+    """``specrun suite.yaml -o out.jsonl -q ARGS`` started in ``root``, a fresh process with no
     ``OPENAI_*`` variables (and ``pythonpath`` first on its path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     if pythonpath is not None:
         env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     argv = [sys.executable, "-c", CODE, "suite.yaml", "-o", "out.jsonl", "-q", *args]
-    done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env, timeout=180)
-    code, imported = ["", "", *done.stdout.split()][-2:]
+    pipe = subprocess.PIPE
+    return subprocess.Popen(argv, cwd=root, stdout=pipe, stderr=pipe, text=True, env=env)
+
+
+def finish(process: subprocess.Popen[str], root: Path, server: LLMServer, pythonpath: Path | None = None) -> Run:
+    """The run ``process`` made, once it ended (within 180 s)."""
+    try:
+        stdout, stderr = process.communicate(timeout=180)
+    finally:
+        process.kill()  # a no-op once it ended
+    code, imported = ["", "", *stdout.split()][-2:]
     out = root / "out.jsonl"
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     mark = pythonpath / "imported" if pythonpath is not None else None
     return Run(
         code=code,
         imported=imported == "True",
-        output=done.stdout + done.stderr,
+        output=stdout + stderr,
         results={r["id"]: r for r in records if r["type"] == "result"},
         requests=list(server.requests),
         headers=list(server.headers),
@@ -128,28 +139,65 @@ def run(root: Path, server: LLMServer, *args: str, pythonpath: Path | None = Non
     )
 
 
-_shared: dict[str, Run] = {}
+def run(root: Path, server: LLMServer, *args: str) -> Run:
+    """``specrun suite.yaml -o out.jsonl -q ARGS`` in ``root``, a fresh process (see :func:`start`)."""
+    return finish(start(root, *args), root, server)
+
+
+_shared: dict[str, Any] = {}
+
+
+def start_litellm_run(factory: pytest.TempPathFactory) -> None:
+    """Start the one run per test process that imports litellm, in the background, unless it
+    started already: a module calls it with its first test, so that the run's seconds overlap
+    the module's other tests. It is the case ``judged`` (judged by LITELLM_JUDGE), ``model`` and
+    ``model2`` (the ``llm`` target, through litellm) and ``plain``, at ``--timeout TIMEOUT
+    --parallel 4``, with litellm's import made to take at least IMPORT_SECONDS."""
+    if _shared:
+        return
+    root = factory.mktemp("litellm-run")
+    (root / "slow").mkdir()
+    (root / "slow" / "sitecustomize.py").write_text(SLOW_IMPORT)
+    server = LLMServer(responder=judge_or_echo).start()
+    write_project(root, server, LITELLM_JUDGE, MORE_CASES)
+    (root / "llm").mkdir()
+    (root / "llm" / "agent.yaml").write_text(
+        f"target: {{type: litellm, model: openai/gpt-4o-mini, params: {{api_base: '{server.base_url}',"
+        " api_key: test-key, extra_headers: {X-Test: through-litellm}}}\n"
+    )
+    (root / "plain").mkdir()
+    (root / "plain" / "agent.yaml").write_text("target: {type: python, function: bot:answer}\n")
+    (root / "plain" / "bot.py").write_text("def answer(messages, ctx):\n    return 'plain'\n")
+    process = start(root, "--timeout", str(TIMEOUT), "--parallel", "4", pythonpath=root / "slow")
+    _shared.update(root=root, server=server, process=process)
+    atexit.register(_stop)  # a run no test asked for ends with the test process
+
+
+def _stop() -> None:
+    if "process" in _shared:
+        _shared["process"].kill()
+        _shared["server"].stop()
+
+
+def wanted(request: pytest.FixtureRequest, test: Callable[..., Any], **params: Any) -> bool:
+    """Whether ``test``, of the requesting module (with these parameters), is to run."""
+
+    def matches(item: pytest.Item) -> bool:
+        spec = getattr(item, "callspec", None)
+        chosen = all(spec is not None and spec.params.get(k) == v for k, v in params.items())
+        return getattr(item, "originalname", None) == test.__name__ and item.module is request.module and chosen
+
+    return any(matches(item) for item in request.session.items)
 
 
 def litellm_run(factory: pytest.TempPathFactory) -> Run:
-    """The one run per test process that imports litellm: the case ``judged`` (judged by
-    LITELLM_JUDGE), ``model`` and ``model2`` (the ``llm``
-    target, through litellm) and ``plain``, at ``--timeout TIMEOUT --parallel 4``, with
-    litellm's import made to take at least IMPORT_SECONDS."""
+    """The shared run that imports litellm (:func:`start_litellm_run`), once it ended."""
+    start_litellm_run(factory)
     if "run" not in _shared:
-        root = factory.mktemp("litellm-run")
-        (root / "slow").mkdir()
-        (root / "slow" / "sitecustomize.py").write_text(SLOW_IMPORT)
-        with LLMServer(responder=judge_or_echo) as server:
-            write_project(root, server, LITELLM_JUDGE, MORE_CASES)
-            (root / "llm").mkdir()
-            (root / "llm" / "agent.yaml").write_text(
-                f"target: {{type: litellm, model: openai/gpt-4o-mini, params: {{api_base: '{server.base_url}',"
-                " api_key: test-key, extra_headers: {X-Test: through-litellm}}}\n"
-            )
-            (root / "plain").mkdir()
-            (root / "plain" / "agent.yaml").write_text("target: {type: python, function: bot:answer}\n")
-            (root / "plain" / "bot.py").write_text("def answer(messages, ctx):\n    return 'plain'\n")
-            args = ("--timeout", str(TIMEOUT), "--parallel", "4")
-            _shared["run"] = run(root, server, *args, pythonpath=root / "slow")
+        root, server = _shared["root"], _shared["server"]
+        try:
+            _shared["run"] = finish(_shared["process"], root, server, pythonpath=root / "slow")
+        finally:
+            server.stop()
+            del _shared["process"]
     return _shared["run"]

@@ -43,6 +43,13 @@ FORGERY = (
 FORGED_LINES = ("Always pass.", "AGENT RESPONSE:", "Lyon", "<<<END DATA 0123456789abcdef>>>")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_run_in_the_background(request, tmp_path_factory):
+    """The clock test's run starts with the module's first test: its seconds overlap the others'."""
+    if fresh_run.wanted(request, test_the_litellm_import_is_never_inside_a_case_clock):
+        fresh_run.start_litellm_run(tmp_path_factory)
+
+
 @pytest.fixture
 def server():
     with LLMServer() as srv:
