@@ -3,7 +3,8 @@ litellm or not: ``'litellm' in sys.modules`` at its exit, its results, and what 
 model server received.
 
 Importing litellm takes 3 to 11 s here, so the tests that need a run that imports it share one,
-:func:`litellm_run`, made once per test process: tests/test_model_path.py (a judge's model only
+:func:`litellm_run`, made once per test process and started in the background with the first
+test of a module that will use it: tests/test_model_path.py (a judge's model only
 litellm reaches makes the run import it) and tests/trust/test_trust_judges.py (the import is
 never inside a case's clock). Each asserts its own property on it.
 
@@ -107,23 +108,25 @@ def judge_or_echo(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": "echo"}
 
 
-def start(root: Path, *args: str, pythonpath: Path | None = None) -> subprocess.Popen[str]:
+def start(root: Path, *args: str, pythonpath: Path | None = None) -> subprocess.Popen[bytes]:
     """``specrun suite.yaml -o out.jsonl -q ARGS`` started in ``root``, a fresh process with no
     ``OPENAI_*`` variables (and ``pythonpath`` first on its path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
     if pythonpath is not None:
         env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     argv = [sys.executable, "-c", CODE, "suite.yaml", "-o", "out.jsonl", "-q", *args]
-    pipe = subprocess.PIPE
-    return subprocess.Popen(argv, cwd=root, stdout=pipe, stderr=pipe, text=True, env=env)
+    # into files, not pipes: a full pipe nobody reads yet would stall a run in the background
+    with (root / "stdout.txt").open("w") as out, (root / "stderr.txt").open("w") as err:
+        return subprocess.Popen(argv, cwd=root, stdout=out, stderr=err, env=env)
 
 
-def finish(process: subprocess.Popen[str], root: Path, server: LLMServer, pythonpath: Path | None = None) -> Run:
+def finish(process: subprocess.Popen[bytes], root: Path, server: LLMServer, pythonpath: Path | None = None) -> Run:
     """The run ``process`` made, once it ended (within 180 s)."""
     try:
-        stdout, stderr = process.communicate(timeout=180)
+        process.wait(timeout=180)
     finally:
         process.kill()  # a no-op once it ended
+    stdout, stderr = (root / "stdout.txt").read_text(), (root / "stderr.txt").read_text()
     code, imported = ["", "", *stdout.split()][-2:]
     out = root / "out.jsonl"
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
