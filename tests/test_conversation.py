@@ -216,10 +216,10 @@ async def test_timeout_cuts_a_turn_short_and_keeps_the_turns_done(registry, tmp_
         registry, tmp_path, simulator=scripted("one", "two", "three"), checkpoints=[cp("a", "fast"), cp("b", "never")]
     )
     started = time.perf_counter()
-    result = await converse(registry, case, Agent("fast", slow), timeout=0.5)
+    result = await converse(registry, case, Agent("fast", slow), timeout=0.2)
     assert time.perf_counter() - started < 5
     assert result.status == "error"
-    assert result.error == "timeout after 500ms in turn 2; missing checkpoints: b"
+    assert result.error == "timeout after 200ms in turn 2; missing checkpoints: b"
     assert [t["input"] for t in result.turns] == ["one"]
     assert result.checkpoints[0]["reached_at_turn"] == 1
 

@@ -157,8 +157,8 @@ async def test_model_failures_are_target_errors_after_retries(server, tmp_path):
 
 async def test_a_timeout_is_a_target_error(server, tmp_path):
     server.script({"hang": True})
-    target = target_for(server, tmp_path, timeout="300ms", retries=0)
-    with pytest.raises(TargetError, match=r"timed out after 0.3s"):
+    target = target_for(server, tmp_path, timeout="100ms", retries=0)
+    with pytest.raises(TargetError, match=r"timed out after 0.1s"):
         await target.respond(ask("Hi"), Context("c1"))
 
 

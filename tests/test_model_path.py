@@ -8,11 +8,9 @@ reports of them is compared: text, tool calls, request body, tokens, cost, error
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+import support.fresh_run as fresh_run
 from support.llm_server import LLMServer
 
 from specrun import prices
@@ -21,6 +19,15 @@ from specrun.llm import ModelClient, ModelError
 
 USER = [{"role": "user", "content": "Is the sky blue?"}]
 LITELLM = {"extra_headers": {"X-Test": "through-litellm"}}  # a parameter the direct route leaves to litellm
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _litellm_run_in_the_background(request, tmp_path_factory):
+    """The run that imports litellm starts with the module's first test: its seconds overlap
+    the others' (this process's own litellm import among them)."""
+    wanted = test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it
+    if fresh_run.wanted(request, wanted, imports_litellm=True):
+        fresh_run.start_litellm_run(tmp_path_factory)
 
 
 @pytest.fixture
@@ -154,9 +161,9 @@ async def test_a_failure_is_reported_and_retried_the_same_on_both_routes(server,
 
 
 async def test_a_timeout_and_retry_after_are_honoured_the_same_on_both_routes(server):
-    (direct, _), (litellm, _) = await both(server, [{"hang": True}] * 2, retries=1, params={"timeout": 0.3})
-    assert str(direct) == str(litellm) and "timed out after 0.3s" in str(direct) and direct.attempts == 2
-    retry = {"status": 429, "headers": {"retry-after": "0.3"}}
+    (direct, _), (litellm, _) = await both(server, [{"hang": True}] * 2, retries=1, params={"timeout": 0.1})
+    assert str(direct) == str(litellm) and "timed out after 0.1s" in str(direct) and direct.attempts == 2
+    retry = {"status": 429, "headers": {"retry-after": "0.05"}}
     (direct, _), (litellm, _) = await both(server, [retry, {"content": "fine"}], retries=1)
     assert direct.attempts == litellm.attempts == 2
 
@@ -199,41 +206,25 @@ def test_every_openai_price_matches_litellm_s_own_cost(monkeypatch):
     ("judge_model", "imports_litellm"),
     [
         (None, False),  # the project's openai/ judge: the direct route only
-        ("hosted_vllm/judge", True),  # an assertion's own model that only litellm reaches
+        (fresh_run.LITELLM_JUDGE, True),  # an assertion's own model that only litellm reaches
     ],
 )
-def test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it(tmp_path, judge_model, imports_litellm):
-    with LLMServer() as server:
-        server.responder = lambda body: (
-            {"content": {"passed": True, "score": 1.0, "reason": "ok"}}
-            if "<<<BEGIN DATA" in json.dumps(body)
-            else {"content": "echo"}
-        )
-        (tmp_path / "specrun.yaml").write_text(
-            f"model: openai/judge\nmodel_params: {{api_base: '{server.base_url}', api_key: unused}}\n"
-        )
-        (tmp_path / "agent.yaml").write_text(
-            f"target: {{type: http, url: '{server.base_url}/chat/completions', format: openai}}\n"
-        )
-        own = f", model: {judge_model}" if judge_model else ""
-        (tmp_path / "suite.yaml").write_text(
-            "cases:\n  - id: judged\n    input: hello\n    assertions:\n"
-            f"      - {{type: llm, criteria: Says echo.{own}}}\n"
-        )
-        code = (
-            "import sys\nfrom specrun.cli.main import main\n"
-            "try:\n    code = main(['suite.yaml', '-o', 'out.jsonl', '-q'])\n"
-            "except SystemExit as exit:\n    code = exit.code\n"
-            "print(code, 'litellm' in sys.modules)\n"
-        )
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        done = subprocess.run(
-            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
-        )
-    assert done.stdout.split()[-2:] == ["0", str(imports_litellm)], done.stdout + done.stderr
-    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    result = next(r for r in records if r["type"] == "result")
+def test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it(
+    tmp_path, tmp_path_factory, judge_model, imports_litellm
+):
+    if imports_litellm:  # shared with the trust test of the case clock: the import takes seconds
+        done = fresh_run.litellm_run(tmp_path_factory)
+    else:
+        with LLMServer(responder=fresh_run.judge_or_echo) as server:
+            fresh_run.write_project(tmp_path, server, judge_model)
+            done = fresh_run.run(tmp_path, server)
+    assert (done.code, done.imported) == ("0", imports_litellm), done.output
+    result = done.results["judged"]
     assert result["status"] == "passed" and result["assertions"][0]["details"]["usage"]["total_tokens"] == 15
+    # the judge's own call went through litellm (its user agent; the shared run has a litellm
+    # target too), or took the direct route
+    judge_calls = done.sent_by("<<<BEGIN DATA")
+    assert [h["User-Agent"].split("/")[0] for _, h in judge_calls] == ["litellm" if imports_litellm else "Python"]
 
 
 def test_litellm_is_preloaded_only_when_a_call_may_need_it(monkeypatch):

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -24,6 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 AGENTS = REPO / "tests" / "agents"
 EXAMPLES = REPO / "examples" / "pytest"
 QUESTION = "Who won the 1996 cricket world cup?"
+
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(autouse=True)
@@ -92,42 +93,36 @@ async def test_a_silent_cli_agent_fails_at_the_read_timeout_and_is_stopped():
     assert test._process is None
 
 
-def test_a_seed_style_session_on_a_silent_agent_errors_instead_of_hanging(tmp_path):
-    (tmp_path / "test_silent.py").write_text(
-        textwrap.dedent(
-            f"""
-            import pytest, pytest_asyncio
-            from specrun.testing import Test
+def test_a_seed_style_session_on_a_silent_agent_errors_instead_of_hanging(pytester):
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    path = pytester.makepyfile(
+        test_silent=f"""
+        import pytest, pytest_asyncio
+        from specrun.testing import Test
 
-            pytestmark = pytest.mark.asyncio(loop_scope="session")
+        pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-            @pytest_asyncio.fixture(scope="session", loop_scope="session")
-            async def test_client():
-                test = Test({str(AGENTS / "silent_cli.py")!r}, read_timeout=1)
-                await test.start()
-                try:
-                    yield test
-                finally:
-                    await test.stop()
+        @pytest_asyncio.fixture(scope="session", loop_scope="session")
+        async def test_client():
+            test = Test({str(AGENTS / "silent_cli.py")!r}, read_timeout=0.2)
+            await test.start()
+            try:
+                yield test
+            finally:
+                await test.stop()
 
-            async def test_one(test_client):
-                await test_client.send("hi")
+        async def test_one(test_client):
+            await test_client.send("hi")
 
-            async def test_two(test_client):
-                await test_client.send("hi")
-            """
-        )
+        async def test_two(test_client):
+            await test_client.send("hi")
+        """
     )
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_silent.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 1 and "2 errors" in done.stdout, done.stdout[-2000:]
-    assert "no prompt within 1s" in done.stdout
+    # In process (a pytest process starts in a second): the inner run imports only its test file.
+    done = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", str(path))
+    assert done.ret == 1 and "2 errors" in done.stdout.str(), done.stdout.str()[-2000:]
+    assert "no prompt within 0.2s" in done.stdout.str()
     assert time.monotonic() - started < 60
 
 
@@ -190,9 +185,9 @@ async def test_a_target_mapping_an_agent_id_and_a_shorthand_with_a_timeout(tmp_p
         await test.send("hi")
         await test.expect("helper says hi")
     (tmp_path / "slow_bot.py").write_text("import time\n\ndef reply(messages, ctx):\n    time.sleep(30)\n")
-    test = Test("python:slow_bot:reply", read_timeout=0.5)
+    test = Test("python:slow_bot:reply", read_timeout=0.2)
     started = time.monotonic()
-    with pytest.raises(TargetError, match=r"no reply within 0.5s"):
+    with pytest.raises(TargetError, match=r"no reply within 0.2s"):
         await test.send("hello")
     assert time.monotonic() - started < 5
     with pytest.raises(TargetError, match="failed earlier"):
