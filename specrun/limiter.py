@@ -5,6 +5,18 @@ it: a ``429 Too Many Requests`` halves the number of calls allowed in flight (ne
 each success allows one more, up to ``max_limit``. Callers over the limit wait in a FIFO queue,
 woken as slots free up; nothing polls.
 
+A success raises the limit only if the limit was in full use while its call was in flight (a
+call took the last slot, or had to queue): a limit the callers do not use is not one the
+endpoint has shown it takes. Without that rule (TCP's congestion-window validation, RFC 7661)
+callers running fewer calls than the limit, say a slowed run with 8 in flight under a limit
+of 16, would raise it by one per success back to unbounded, and the next burst of calls would
+all go out at once into the endpoint that had just refused half as many.
+
+Nor does the success of a call sent before the latest halving raise it (TCP's fast recovery,
+RFC 6582): it was sent under the limit the endpoint refused, and the replies to that burst,
+often processed in one batch by a busy process, would otherwise raise the halved limit by as
+many calls as the endpoint had just taken, sending them again at once.
+
 A burst of 429s answering calls that were all sent under the old limit counts as one signal,
 not one halving per reply (which would drop any limit to 1 at once): a 429 halves the limit
 only if its call was started after the previous halving.
@@ -43,12 +55,13 @@ CASE_DEADLINE: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.Cont
 class Slot:
     """One call's permission to run; tell it how the call went with :meth:`report`."""
 
-    __slots__ = ("epoch", "outcome", "waited")
+    __slots__ = ("epoch", "full", "outcome", "waited")
 
-    def __init__(self, epoch: int, waited: float = 0.0):
+    def __init__(self, epoch: int, waited: float = 0.0, full: int = 0):
         self.epoch = epoch
         self.outcome: str | None = None
         self.waited = waited  # seconds spent in the queue
+        self.full = full  # the limiter's count of full uses before this call: see release()
 
     def report(self, status: int | None) -> None:
         """The call's HTTP status: 429 lowers the limit, 2xx raises it, anything else neither."""
@@ -72,6 +85,7 @@ class AdaptiveLimiter:
         self.peak = 0  # the most calls ever in flight: where an unbounded limit recovers to
         self.throttles = 0  # halvings so far, for tests and diagnostics
         self._epoch = 0
+        self._full = 0  # times the limit was found in full use (a call took the last slot or queued)
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -85,10 +99,11 @@ class AdaptiveLimiter:
 
     async def acquire(self) -> Slot:
         """Wait for a free slot (first come, first served)."""
+        full = self._full
         if not self._waiters and self.in_flight < self._limit:
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-            return Slot(self._epoch)
+            self._grant()
+            return Slot(self._epoch, full=full)
+        self._full += 1  # a caller must queue: the limit is in use
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._waiters.append(future)
@@ -109,7 +124,7 @@ class AdaptiveLimiter:
         waited = loop.time() - started
         if due is not None and case_timeout is not None:
             case_timeout.reschedule(due + waited)
-        return Slot(self._epoch, waited)
+        return Slot(self._epoch, waited, full)
 
     def release(self, slot: Slot) -> None:
         """Give the slot back and adapt the limit to how its call went."""
@@ -120,7 +135,14 @@ class AdaptiveLimiter:
                 self._limit = max(1, int(base) // 2)
                 self._epoch += 1
                 self.throttles += 1
-        elif slot.outcome == "ok" and self._limit < self.max_limit:
+        elif (
+            slot.outcome == "ok"
+            and self._limit < self.max_limit
+            and self._full != slot.full
+            and slot.epoch == self._epoch
+        ):
+            # Sent under the current limit, which was in full use while it ran, and the endpoint
+            # took it: one more.
             self._limit += 1
             if self.max_limit == math.inf and self._limit >= self.peak:
                 self._limit = math.inf  # back to the most ever in flight: unbounded again
@@ -139,9 +161,14 @@ class AdaptiveLimiter:
         while self._waiters and self.in_flight < self._limit:
             future = self._waiters.popleft()
             if not future.done():
-                self.in_flight += 1
-                self.peak = max(self.peak, self.in_flight)
+                self._grant()
                 future.set_result(None)
+
+    def _grant(self) -> None:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight >= self._limit:
+            self._full += 1  # this call took the last slot
 
 
 def _pause(timeout: asyncio.Timeout | None) -> float | None:

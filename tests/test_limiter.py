@@ -1,4 +1,4 @@
-"""The adaptive (AIMD) concurrency limiter: halve on 429, +1 per success, fair queue, no leaks."""
+"""The adaptive (AIMD) concurrency limiter: halve on 429, +1 per success at full use, fair queue, no leaks."""
 
 from __future__ import annotations
 
@@ -60,11 +60,57 @@ async def test_grows_by_one_per_success_up_to_the_max():
     limiter = AdaptiveLimiter(6)
     done(limiter, await limiter.acquire(), 429)
     assert limiter.limit == 3
-    for expected in (4, 5, 6, 6, 6):
-        done(limiter, await limiter.acquire(), 200)
+    slots = await hold(limiter, 3)  # the limit in full use
+    for expected in (4, 5, 6):
+        done(limiter, slots.pop(), 200)
         assert limiter.limit == expected
-    done(limiter, await limiter.acquire(), 500)  # a server error is no rate signal
+    slots = await hold(limiter, 6)
+    for _ in range(6):
+        done(limiter, slots.pop(), 200)
+        assert limiter.limit == 6
+    slots = await hold(limiter, 6)
+    done(limiter, slots.pop(), 500)  # a server error is no rate signal
     assert limiter.limit == 6
+
+
+async def test_successes_under_a_limit_not_in_full_use_do_not_raise_it():
+    """Application-limited callers (RFC 7661): a run that keeps fewer calls in flight than the
+    limit has not shown the endpoint takes more, so their successes leave the limit alone;
+    otherwise it would climb back to unbounded and the next burst would all go out at once."""
+    limiter = AdaptiveLimiter()
+    slots = await hold(limiter, 32)
+    done(limiter, slots.pop(), 429)
+    assert limiter.limit == 16
+    for slot in slots:
+        limiter.release(slot)
+    held = await hold(limiter, 8)  # 8 in flight under a limit of 16, for a long while
+    for _ in range(100):
+        done(limiter, held.pop(0), 200)
+        held.append(await limiter.acquire())
+    assert limiter.limit == 16
+    # Once the callers fill it, every call in flight then counts: each success is one more.
+    held += await hold(limiter, 8)
+    for expected in range(17, 33):
+        done(limiter, held.pop(0), 200)
+        assert limiter.limit == (expected if expected < 32 else None)  # 32: the peak, unbounded
+
+
+async def test_successes_of_calls_sent_before_a_halving_do_not_raise_it():
+    """Sent under the limit the endpoint refused (TCP's fast recovery): the replies of that
+    burst, handled in one batch by a busy process, would otherwise undo the halving at once."""
+    limiter = AdaptiveLimiter(16)
+    slots = await hold(limiter, 16)
+    queued = asyncio.create_task(limiter.acquire())
+    await asyncio.sleep(0)
+    done(limiter, slots.pop(), 429)
+    assert limiter.limit == 8
+    for slot in slots:  # 15 successes of calls sent under the old limit of 16
+        done(limiter, slot, 200)
+    assert limiter.limit == 8
+    limiter.release(await queued)
+    slots = await hold(limiter, 8)  # sent under the new limit, which they fill
+    done(limiter, slots.pop(), 200)
+    assert limiter.limit == 9
 
 
 async def test_waiters_are_served_first_come_first_served():
@@ -147,8 +193,9 @@ async def test_an_unbounded_limit_recovers_to_unbounded_at_the_peak_concurrency(
     assert limiter.limit == 5
     for slot in slots:
         limiter.release(slot)
+    slots = await hold(limiter, 5)  # the limit in full use
     for expected in (6, 7, 8, 9, None):  # 10 were in flight at most: unbounded again
-        done(limiter, await limiter.acquire(), 200)
+        done(limiter, slots.pop(), 200)
         assert limiter.limit == expected
 
 
@@ -179,8 +226,10 @@ async def test_http_target_reports_429_and_success_to_its_endpoint_limiter():
         results = await asyncio.gather(*(target.respond(messages, ctx) for _ in range(8)), return_exceptions=True)
         assert all(isinstance(r, TargetError) and "HTTP 429" in str(r) for r in results)
         assert limiter.limit == 4 and limiter.throttles == 1  # 8 in flight, one halving
-        await target.respond(messages, ctx)
-        assert limiter.limit == 5 and limiter.in_flight == 0
+        await target.respond(messages, ctx)  # 1 in flight: the limit of 4 was not in use
+        assert limiter.limit == 4 and limiter.in_flight == 0
+        await asyncio.gather(*(target.respond(messages, ctx) for _ in range(4)))  # in full use
+        assert limiter.limit is None and limiter.in_flight == 0  # back to the 8 once in flight: unbounded
         await target.aclose()
 
 
