@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -70,6 +71,23 @@ class Job:
         return subprocess.CompletedProcess(
             self.process.args, self.process.returncode, read("stdout.txt"), read("stderr.txt")
         )
+
+    def first_line(self, timeout: float = 120) -> str:
+        """The first line the process printed, once printed (started now if it did not start
+        yet), for a process that prints what it made and keeps it until stopped."""
+        self.start()
+        assert self.process is not None and self.folder is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            text = (self.folder / "stdout.txt").read_text(errors="replace")
+            if "\n" in text:
+                return text.split("\n", 1)[0]
+            ended = self.process.poll() is not None
+            if ended or time.monotonic() > deadline:
+                text += (self.folder / "stderr.txt").read_text(errors="replace")
+                self.stop()
+                raise AssertionError(f"{self.fixture} {'ended' if ended else 'printed nothing in time'}: {text}")
+            time.sleep(0.02)
 
     def stop(self) -> None:
         """Kill the process and whatever it started (its session), and remove its folder."""
