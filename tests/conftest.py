@@ -34,7 +34,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    background.stop_all()
+    background.stop_all(session)
 
 
 @pytest.fixture(autouse=True)

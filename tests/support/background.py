@@ -26,6 +26,9 @@ import pytest
 Command = Callable[[Path], Sequence[str | os.PathLike[str]]]
 
 _jobs: list[Job] = []
+# The test session the jobs are for: a test's own in-process pytest run (pytester) ends a
+# session of its own, which must leave them be.
+_session: list[pytest.Session] = []
 
 
 class Job:
@@ -92,7 +95,14 @@ class Job:
     def stop(self) -> None:
         """Kill the process and whatever it started (its session), and remove its folder."""
         if self.process is not None:
-            try:  # its session, even once it ended: a process it started may remain
+            # Its whole session, even once it ended: a process it started may remain, in a
+            # process group of its own (Ray's workers are).
+            for pid in [self.process.pid, *_in_session(self.process.pid)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:  # ended already
+                    pass
+            try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:  # nothing of it remains
                 pass
@@ -111,9 +121,25 @@ class Job:
         )
 
 
+def _in_session(sid: int) -> list[int]:
+    """The processes of session ``sid`` (none where there is no /proc)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # ended while listed
+            continue
+        if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+            pids.append(int(stat.parent.name))
+    return pids
+
+
 def start_wanted(session: pytest.Session) -> None:
     """At collection's end: start every job a selected test needs (not in an xdist worker, nor
     when only collecting)."""
+    if _session:  # a test's own in-process pytest run
+        return
+    _session.append(session)
     if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return
     for job in _jobs:
@@ -121,7 +147,9 @@ def start_wanted(session: pytest.Session) -> None:
             job.start()
 
 
-def stop_all() -> None:
+def stop_all(session: pytest.Session) -> None:
     """At the session's end: no process of a job outlives it."""
+    if _session and session is not _session[0]:  # a test's own in-process pytest run
+        return
     for job in _jobs:
         job.stop()
