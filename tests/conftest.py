@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import background
 
 _REPO = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if sys.dont_write_bytecode:
         for folder in ("specrun", "plugins", "schemas"):
             compileall.compile_dir(_REPO / folder, quiet=2)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the slow setup the selected tests will read (tests/support/background.py), so that
+    it runs on the second core while the tests before them run."""
+    background.start_wanted(session)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    background.stop_all(session)
 
 
 @pytest.fixture(autouse=True)

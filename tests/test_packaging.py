@@ -15,27 +15,35 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.background import Job
 from support.started import finish
 
 ROOT = Path(__file__).resolve().parent.parent
+# .mypy_cache too: tests/test_lint.py's mypy may be writing it while the tree is copied.
 IGNORE = shutil.ignore_patterns(
-    ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ruff_cache", ".specrun-cache", ".specrun",
+    ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ruff_cache", ".mypy_cache", ".specrun-cache",
+    ".specrun",
     "output-*.jsonl",
 )
 
 
+def _build(folder: Path) -> list[str]:
+    """``python -m build --wheel`` of a copy of the source tree, into ``folder/dist``."""
+    shutil.copytree(ROOT, folder / "src", ignore=IGNORE)
+    return [sys.executable, "-m", "build", "--wheel", "--outdir", str(folder / "dist"), str(folder / "src")]
+
+
+# Started when collection finishes (tests/support/background.py): the build's 2 s overlap the
+# tests before these.
+BUILD = Job(__name__, "wheel", _build)
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("wheel")
-    source = tmp / "src"
-    shutil.copytree(ROOT, source, ignore=IGNORE)
-    out = tmp / "dist"
-    result = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
-        capture_output=True, text=True, timeout=600,
-    )
+def wheel() -> Path:
+    result = BUILD.result(timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    [built] = out.glob("specrun-*.whl")
+    assert BUILD.folder is not None
+    [built] = (BUILD.folder / "dist").glob("specrun-*.whl")
     return built
 
 

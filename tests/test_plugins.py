@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from support.background import Job
 from support.started import finish
 
 import specrun
@@ -42,18 +43,23 @@ SHOUTING_SUITE = """\
 """
 
 
+# From the source folder, as a user installs a checkout (flit_core writes nothing into it).
+# Started when collection finishes (tests/support/background.py): the install's 2 s overlap the
+# tests before these.
+INSTALL = Job(
+    __name__, "fake_site",
+    lambda folder: [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+                    str(folder / "site"), str(FAKE_PLUGIN)],
+)
+
+
 @pytest.fixture(scope="module")
-def fake_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fake_site() -> Path:
     """specrun-fake-plugin installed (``pip install --target``) into a folder of its own."""
-    # From the source folder, as a user installs a checkout (flit_core writes nothing into it).
-    site = tmp_path_factory.mktemp("fake_plugin") / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-         str(FAKE_PLUGIN)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    result = INSTALL.result(timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert INSTALL.folder is not None
+    site = INSTALL.folder / "site"
     assert (site / "specrun_fake_plugin-0.1.0.dist-info").is_dir()
     return site
 

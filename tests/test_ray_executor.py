@@ -8,11 +8,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import ray
+from ray._raylet import Config
+from support.background import Job
 from support.cli import SPECRUN, run_cli
 from support.llm_server import LLMServer
 from test_merge import without_timing
@@ -75,20 +78,36 @@ CASES = [
 ]
 
 
+# The module's cluster, started when collection finishes (tests/support/background.py) by a
+# program of its own that joins it and waits to be killed: its 2 to 3 s of start-up overlap the
+# tests before these (this module runs last), and its processes die with that program's session.
+# No idle workers started for that first driver: every task here asks for its project's runtime
+# environment, which an idle worker without it cannot take (two processes booted for nothing).
+CLUSTER_PROGRAM = """
+import signal, ray
+ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+         _system_config={"prestart_worker_first_driver": False})
+print(ray.get_runtime_context().gcs_address, flush=True)
+while True:
+    signal.pause()
+"""
+CLUSTER = Job(__name__, "cluster", lambda _: [sys.executable, "-c", CLUSTER_PROGRAM])
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """One local cluster for the module, as a program that had joined one would have it."""
-    # No idle workers started for the driver: every task here asks for its project's runtime
-    # environment, which an idle worker without it cannot take (two processes booted for nothing).
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _system_config={"prestart_worker_first_driver": False},
-    )
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    address = CLUSTER.first_line(timeout=120)
+    with pytest.MonkeyPatch.context() as patch:
+        # A local cluster takes a token (in ~/.ray). ray.init(address="local") turns token mode
+        # on for its process (read once, at import: hence the refresh, as ray does it) and those
+        # it starts; joining by address does not.
+        patch.setenv("RAY_AUTH_MODE", "token")
+        Config.initialize("")
+        ray.init(address=address, log_to_driver=False)
+        yield ray.get_runtime_context().gcs_address
+        ray.shutdown()
+    CLUSTER.stop()
 
 
 def project(root: Path, cases: list[dict], config: str = "") -> Path:
