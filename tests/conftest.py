@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import background
+from support import background, fresh_run
 
 _REPO = Path(__file__).resolve().parents[1]
 
@@ -29,8 +29,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the slow setup the selected tests will read (tests/support/background.py), so that
-    it runs on the second core while the tests before them run."""
-    background.start_wanted(session)
+    it runs on the second core while the tests before them run; the fresh run that imports
+    litellm (tests/support/fresh_run.py) too."""
+    if background.start_wanted(session):
+        fresh_run.start_if_selected(session)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -134,17 +134,18 @@ def _in_session(sid: int) -> list[int]:
     return pids
 
 
-def start_wanted(session: pytest.Session) -> None:
+def start_wanted(session: pytest.Session) -> bool:
     """At collection's end: start every job a selected test needs (not in an xdist worker, nor
-    when only collecting)."""
+    when only collecting). Whether it did: other early work follows the same rule."""
     if _session:  # a test's own in-process pytest run
-        return
+        return False
     _session.append(session)
     if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
-        return
+        return False
     for job in _jobs:
         if job.wanted(session):
             job.start()
+    return True
 
 
 def stop_all(session: pytest.Session) -> None:

@@ -193,6 +193,27 @@ def wanted(request: pytest.FixtureRequest, test: Callable[..., Any], **params: A
     return any(matches(item) for item in request.session.items)
 
 
+# The tests that read the shared run, with the parameters that make them read it.
+READERS = {
+    "test_litellm_is_imported_only_by_a_run_that_names_a_model_needing_it": {"imports_litellm": True},
+    "test_the_litellm_import_is_never_inside_a_case_clock": {},
+}
+
+
+def start_if_selected(session: pytest.Session) -> None:
+    """At collection's end (tests/conftest.py): start the shared run if a selected test reads
+    it, so that its seconds overlap every test before those. (A module's first test still
+    starts it where this did not, as under pytest-xdist.)"""
+
+    def reads(item: pytest.Item) -> bool:
+        params = READERS.get(getattr(item, "originalname", ""))
+        spec = getattr(item, "callspec", None)
+        return params is not None and all(spec is not None and spec.params.get(k) == v for k, v in params.items())
+
+    if any(reads(item) for item in session.items):
+        start_litellm_run(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+
+
 def litellm_run(factory: pytest.TempPathFactory) -> Run:
     """The shared run that imports litellm (:func:`start_litellm_run`), once it ended."""
     start_litellm_run(factory)
