@@ -31,8 +31,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the slow setup the selected tests will read (tests/support/background.py), so that
     it runs on the second core while the tests before them run; the fresh run that imports
     litellm (tests/support/fresh_run.py) too."""
-    if background.start_wanted(session):
-        fresh_run.start_if_selected(session)
+    background.start_wanted(session, first=lambda: fresh_run.start_if_selected(session))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

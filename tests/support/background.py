@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ _jobs: list[Job] = []
 # The test session the jobs are for: a test's own in-process pytest run (pytester) ends a
 # session of its own, which must leave them be.
 _session: list[pytest.Session] = []
+_lock = threading.Lock()  # a job starts once, from the thread or its fixture, never after the end
+_ended: list[bool] = []
 
 
 class Job:
@@ -44,9 +47,12 @@ class Job:
         _jobs.append(self)
 
     def start(self) -> None:
-        """Start the process, unless it started already."""
-        if self.process is not None:
-            return
+        """Start the process, unless it started already (or the session ended)."""
+        with _lock:
+            if self.process is None and not _ended:
+                self._start()
+
+    def _start(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix=f"specrun-{self.fixture}-"))
         argv = self.command(self.folder)
         with (self.folder / "stdout.txt").open("wb") as out, (self.folder / "stderr.txt").open("wb") as err:
@@ -134,23 +140,37 @@ def _in_session(sid: int) -> list[int]:
     return pids
 
 
-def start_wanted(session: pytest.Session) -> bool:
-    """At collection's end: start every job a selected test needs (not in an xdist worker, nor
-    when only collecting). Whether it did: other early work follows the same rule."""
+def start_wanted(session: pytest.Session, first: Callable[[], subprocess.Popen[bytes] | None] | None = None) -> bool:
+    """At collection's end: start ``first`` (a function starting a process of its own, or
+    nothing) and every job a selected test needs, in turn (not in an xdist worker, nor when only
+    collecting). Whether it did."""
     if _session:  # a test's own in-process pytest run
         return False
     _session.append(session)
     if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return False
-    for job in _jobs:
-        if job.wanted(session):
-            job.start()
+    wanted = [job for job in _jobs if job.wanted(session)]
+    threading.Thread(target=_in_turn, args=(first, wanted), name="background-setup", daemon=True).start()
     return True
+
+
+def _in_turn(first: Callable[[], subprocess.Popen[bytes] | None] | None, jobs: list[Job]) -> None:
+    """Start ``first`` and the jobs one at a time, each when the one before ended: at once they
+    took both cores from the first tests. (A job that never ends, as the Ray cluster's program,
+    comes last: its module runs last.) A fixture that asks first starts its own job at once."""
+    process = first() if first is not None else None
+    for job in jobs:
+        if process is not None:
+            process.wait()
+        job.start()
+        process = job.process
 
 
 def stop_all(session: pytest.Session) -> None:
     """At the session's end: no process of a job outlives it."""
     if _session and session is not _session[0]:  # a test's own in-process pytest run
         return
+    with _lock:
+        _ended.append(True)
     for job in _jobs:
         job.stop()

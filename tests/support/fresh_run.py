@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,8 +157,15 @@ def start_litellm_run(factory: pytest.TempPathFactory) -> None:
     the module's other tests. It is the case ``judged`` (judged by LITELLM_JUDGE), ``model`` and
     ``model2`` (the ``llm`` target, through litellm) and ``plain``, at ``--timeout TIMEOUT
     --parallel 4``, with litellm's import made to take at least IMPORT_SECONDS."""
-    if _shared:
-        return
+    with _starting:
+        if not _shared:
+            _start_litellm_run(factory)
+
+
+_starting = threading.Lock()  # at collection's end from a thread, or by a module's first test
+
+
+def _start_litellm_run(factory: pytest.TempPathFactory) -> None:
     root = factory.mktemp("litellm-run")
     (root / "slow").mkdir()
     (root / "slow" / "sitecustomize.py").write_text(SLOW_IMPORT)
@@ -200,7 +208,7 @@ READERS = {
 }
 
 
-def start_if_selected(session: pytest.Session) -> None:
+def start_if_selected(session: pytest.Session) -> subprocess.Popen[bytes] | None:
     """At collection's end (tests/conftest.py): start the shared run if a selected test reads
     it, so that its seconds overlap every test before those. (A module's first test still
     starts it where this did not, as under pytest-xdist.)"""
@@ -210,8 +218,10 @@ def start_if_selected(session: pytest.Session) -> None:
         spec = getattr(item, "callspec", None)
         return params is not None and all(spec is not None and spec.params.get(k) == v for k, v in params.items())
 
-    if any(reads(item) for item in session.items):
-        start_litellm_run(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+    if not any(reads(item) for item in session.items):
+        return None
+    start_litellm_run(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+    return _shared.get("process")
 
 
 def litellm_run(factory: pytest.TempPathFactory) -> Run:
