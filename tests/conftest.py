@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from support import background, fresh_run
 
+from specrun import providers
+
 _REPO = Path(__file__).resolve().parents[1]
 
 # What the tests leave (litellm's modules among them) dies with the process; frozen as it exits,
@@ -32,6 +34,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     it runs on the second core while the tests before them run; the fresh run that imports
     litellm (tests/support/fresh_run.py) too."""
     background.start_wanted(session, first=lambda: fresh_run.start_if_selected(session))
+    if any(getattr(item.module, "IMPORTS_LITELLM", False) for item in session.items if isinstance(item, pytest.Function)):
+        # This process imports litellm for these tests anyway (3 s): in specrun's own
+        # background thread, as a run that needs a model does, it overlaps the tests before.
+        providers.preload()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -12,6 +12,9 @@ from support.llm_server import LLMServer
 from specrun.errors import TargetError
 from specrun.model import Context, Message
 
+# Its tests import litellm in the test process: tests/conftest.py starts that import early.
+IMPORTS_LITELLM = True
+
 TOOLS = [
     {
         "type": "function",

@@ -22,6 +22,9 @@ from specrun.providers import error_retry_after
 from specrun.redact import redact
 from specrun.wire import openai_messages
 
+# Its tests import litellm in the test process: tests/conftest.py starts that import early.
+IMPORTS_LITELLM = True
+
 MODEL = "openai/gpt-4o-mini"
 USER = [{"role": "user", "content": "Is the sky blue?"}]
 # gpt-4o-mini at the server's default usage (10 prompt, 5 completion tokens), offline cost map

@@ -19,6 +19,9 @@ import pytest
 from .corpus import key_paths, keyword_model, project, run_command, specrun, stream_records, write_suite
 from .extract import V1, Example, examples
 
+# Its tests import litellm in the test process: tests/conftest.py starts that import early.
+IMPORTS_LITELLM = True
+
 EXAMPLES = examples(V1)
 SUITES = [e for e in EXAMPLES if e.role == "cases"]
 COMMANDS = [e for e in EXAMPLES if e.role == "command"]
