@@ -34,7 +34,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     it runs on the second core while the tests before them run; the fresh run that imports
     litellm (tests/support/fresh_run.py) too."""
     background.start_wanted(session, first=lambda: fresh_run.start_if_selected(session))
-    if any(getattr(item.module, "IMPORTS_LITELLM", False) for item in session.items if isinstance(item, pytest.Function)):
+    tests = [item for item in session.items if isinstance(item, pytest.Function)]
+    if any(getattr(item.module, "IMPORTS_LITELLM", False) for item in tests):
         # This process imports litellm for these tests anyway (3 s): in specrun's own
         # background thread, as a run that needs a model does, it overlaps the tests before.
         providers.preload()
