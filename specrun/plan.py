@@ -124,6 +124,11 @@ class Selection:
             yield start, end
             start = end
 
+    def suite_numbers(self) -> list[int]:
+        """The numbers (in the plan's ``suites``) of the suites with selected cases, each once, in
+        run order."""
+        return list(dict.fromkeys(self._suite[start] for start, _ in self.runs_of()))
+
 
 @dataclass
 class Plan:
@@ -226,8 +231,7 @@ class Jobs:
     @property
     def folders(self) -> list[Path]:
         """The folders of the suites that have selected cases (where global hooks are looked for)."""
-        sel = self.plan.pairs
-        return [self.plan.suites[n].base_dir for n in sorted({sel._suite[start] for start, _ in sel.runs_of()})]
+        return [self.plan.suites[n].base_dir for n in sorted(self.plan.pairs.suite_numbers())]
 
 
 def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:

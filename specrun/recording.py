@@ -142,8 +142,7 @@ class HistoryRecorder:
 
     def _suite_keys(self) -> list[str]:
         """The suites of the selected cases, in run order (from the plan's index: no case is read)."""
-        sel = self.plan.pairs
-        suites = (self.plan.suites[sel._suite[start]] for start, _ in sel.runs_of())
+        suites = (self.plan.suites[n] for n in self.plan.pairs.suite_numbers())
         return list(dict.fromkeys(suite_key(s.path, self.root) for s in suites))
 
     def _salt(self, suite: str) -> int:
