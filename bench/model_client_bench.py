@@ -25,7 +25,7 @@ CANDIDATES = {
     "litellm-openai": "litellm.acompletion, openai/ route",
     "litellm-aiohttp_openai": "litellm.acompletion, aiohttp_openai/ route",
     "litellm-shared-client": "litellm.acompletion, openai/ route, one shared AsyncOpenAI client",
-    "specrun": "specrun.llm.ModelClient.complete (what judges call)",
+    "specrun": "specrun._models.client.ModelClient.complete (what judges call)",
 }
 
 
@@ -88,7 +88,7 @@ def worker(candidate: str, base_url: str, calls: int, parallel: int) -> None:
             return ready
 
     else:
-        from specrun.llm import ModelClient
+        from specrun._models.client import ModelClient
 
         client = ModelClient("openai/judge", params={"api_base": base_url, "api_key": "unused"})
 

@@ -103,7 +103,7 @@ def make_case(rng: random.Random, i: int, installed: set[str]) -> dict[str, Any]
 
 
 def installed_assertions() -> set[str]:
-    from specrun.plugins import default_plugins
+    from specrun._project.plugin_manager import default_plugins
 
     return set(default_plugins().registry.names("assertion"))
 
@@ -143,9 +143,9 @@ def summary(label: str, walls: list[float], cpus: list[float], goal: float) -> N
 
 
 def profile(path: Path) -> None:
-    from specrun.errors import SuiteError
-    from specrun.loader import Loader
-    from specrun.plugins import default_plugins
+    from specrun._core.errors import SuiteError
+    from specrun._load.loader import Loader
+    from specrun._project.plugin_manager import default_plugins
 
     registry = default_plugins().registry
     loader = Loader(registry)
@@ -167,8 +167,8 @@ def compare(path: Path, limit: int = 1000) -> None:
     import jsonschema
     import jsonschema_rs
 
-    from specrun.plugins import default_plugins
-    from specrun.schemas import compose
+    from specrun._load.schemas import compose
+    from specrun._project.plugin_manager import default_plugins
 
     schema = compose(default_plugins().registry)
     case_schema = {"$ref": "#/$defs/case", "$defs": schema["$defs"]}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pluggy
 
-from .errors import EvaluationError, SpecrunError, TargetError
-from .model import Context, Message, Response, ToolCall, Usage
+from ._core.data import Context, Message, Response, ToolCall, Usage
+from ._core.errors import EvaluationError, SpecrunError, TargetError
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
 """pytest plugin (entry point ``pytest11``): ``pytest suites/`` runs specrun suite files, one item per case.
 
 Which files: the suite files ``specrun suites/`` would load (the rule of
-:mod:`specrun.discovery`, by name and location: ``*.jsonl``, ``*.yaml``, ``*.yml``, ``*.json``;
+:mod:`specrun._load.discovery`, by name and location: ``*.jsonl``, ``*.yaml``, ``*.yml``, ``*.json``;
 not hidden, not under ``fixtures``/``node_modules``/``__pycache__``, not agent or config files,
 not ``*.schema.json``, not ``output-*.jsonl``/``output-*.json``), and only inside a specrun
 project: a folder at or above the file holds ``specrun.yaml`` or ``agent.yaml``. ``--specrun``
@@ -10,7 +10,7 @@ suite.
 
 Each case is an item named by its id (node id ``path::case_id``), so ``-k``, ``-x``,
 ``--junitxml``, ``-m TAG`` (a case's ``tags`` are markers) and pytest-xdist work. The case runs
-through :meth:`specrun.session.RunSession.run_case` on one event loop per pytest process, in the
+through :meth:`specrun._run.session.RunSession.run_case` on one event loop per pytest process, in the
 item's setup: a failed assertion is a pytest failure showing each assertion's message,
 expected and actual; a specrun error (the agent crashed or timed out, a judge gave no verdict)
 is a pytest error; a skipped case is skipped. Mistakes in a suite are a collection error
@@ -73,7 +73,7 @@ def is_suite_file(path: Path, anywhere: bool = False, base: Path | None = None) 
     root = project_folder(path.parent.resolve()) or (base if anywhere else None)
     if root is None:
         return False
-    from .discovery import skip_reason
+    from ._load.discovery import skip_reason
 
     try:
         folders = path.parent.resolve().relative_to(root.resolve()).parts
@@ -91,7 +91,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 class _State:
     """What the session shares: plugins, loader, one run session per project root (see
-    :mod:`specrun.session`), and the event loop (in a thread) that every case runs on, so
+    :mod:`specrun._run.session`), and the event loop (in a thread) that every case runs on, so
     that connection pools live as long as the session."""
 
     def __init__(self) -> None:
@@ -104,7 +104,7 @@ class _State:
     @property
     def plugins(self) -> Any:
         if self._plugins is None:
-            from .plugins import default_plugins
+            from ._project.plugin_manager import default_plugins
 
             self._plugins = default_plugins()
         return self._plugins
@@ -112,15 +112,15 @@ class _State:
     @property
     def loader(self) -> Any:
         if self._loader is None:
-            from .loader import Loader
+            from ._load.loader import Loader
 
             self._loader = Loader(self.plugins.registry)
         return self._loader
 
     def session_for(self, path: Path) -> Any:
         """The run session of the project ``path`` belongs to."""
-        from .project import Project
-        from .session import RunRequest, RunSession
+        from ._project.project import Project
+        from ._run.session import RunRequest, RunSession
 
         project = Project.discover(path, self.plugins.registry)
         if project.root not in self.sessions:
@@ -162,8 +162,8 @@ class SuiteFile(pytest.File):
     """A suite file: one :class:`CaseItem` per case, each with the agent it will run against."""
 
     def collect(self) -> Iterator[CaseItem]:
-        from .errors import SpecrunError, SuiteError
-        from .plan import build_plan
+        from ._core.errors import SpecrunError, SuiteError
+        from ._run.plan import build_plan
 
         state = self.config.stash[_STATE]
         try:
@@ -241,7 +241,7 @@ class CaseItem(pytest.Item):
 def _short(value: Any, limit: int = 500) -> str:
     import json
 
-    from .display import shorten
+    from ._report.display import shorten
 
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = repr(text) if isinstance(value, str) else text
@@ -270,6 +270,6 @@ def describe(result: Any) -> str:
     passed = sum(1 for v in result.assertions if v.status == "passed")
     if result.assertions:
         lines.append(f"  {passed} of {len(result.assertions)} assertions passed")
-    from .redact import redact
+    from ._core.redact import redact
 
     return redact("\n".join(lines))

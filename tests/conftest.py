@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import background, fresh_run
 
-from specrun import providers
+from specrun._models import litellm_route as providers
 
 _REPO = Path(__file__).resolve().parents[1]
 

@@ -14,12 +14,12 @@ import pytest
 from specrun_plugins.assertions import text
 from specrun_plugins.assertions._common import difference, is_subset, json_equal, whole_json
 
-from specrun import verdicts
-from specrun.errors import EvaluationError, SuiteError
-from specrun.kinds import AssertionType, Check, Verdict
-from specrun.loader import Loader
-from specrun.model import MISSING, Assertion, Case, Context, Location, Response
-from specrun.plugins import get_plugin_manager
+from specrun._core.data import MISSING, Assertion, Case, Context, Location, Response
+from specrun._core.errors import EvaluationError, SuiteError
+from specrun._core.kinds import AssertionType, Check, Verdict
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._run import verdicts
 
 
 def check(content: Any = "", case: Case | None = None, **response: Any) -> Check:

@@ -8,8 +8,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from specrun.loader import Loader
-from specrun.plugins import get_plugin_manager
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
 
 DOC = Path(__file__).parent.parent / "docs" / "assertions.md"
 MODULES = {"text", "json_assertions", "tools", "metrics", "script", "snapshot"}

@@ -7,7 +7,7 @@ from specrun_plugins.assertions import json_assertions as ja
 from specrun_plugins.assertions._jsonpath import InvalidPath, compile_path, to_jmespath
 from test_assertions import problems, run
 
-from specrun.model import MISSING
+from specrun._core.data import MISSING
 
 # -- equals -----------------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ import pytest
 from specrun_plugins.assertions import metrics, script, tools
 from test_assertions import check, problems, run
 
-from specrun.errors import EvaluationError
-from specrun.kinds import Verdict
-from specrun.model import Assertion, Case, Location, Message, Suite, ToolCall, Usage
+from specrun._core.data import Assertion, Case, Location, Message, Suite, ToolCall, Usage
+from specrun._core.errors import EvaluationError
+from specrun._core.kinds import Verdict
 
 CALLS = [
     ToolCall("search", {"q": "flights", "limit": 5}),

@@ -14,8 +14,8 @@ import pytest
 from support.cli import run_cli
 from support.missing import missing
 
-from specrun.loader import find_suite_files
-from specrun.plugins import default_plugins
+from specrun._load.loader import find_suite_files
+from specrun._project.plugin_manager import default_plugins
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 
@@ -389,7 +389,7 @@ def test_suite_format_examples_validate(tmp_path: Path) -> None:
 
 
 def test_suite_format_documents_every_case_field() -> None:
-    from specrun.schemas import shipped
+    from specrun._load.schemas import shipped
 
     text = DOC.read_text("utf-8")
     fields = shipped("suite")["$defs"]["case_fields"]

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import pytest
 import support.cli
 
-from specrun.display import shorten, terminal_line, terminal_text
+from specrun._report.display import shorten, terminal_line, terminal_text
 
 CORPUS = Path(__file__).parent / "bad_runs"
 SPECRUN = str(Path(sys.executable).with_name("specrun"))

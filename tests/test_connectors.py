@@ -14,7 +14,7 @@ import pytest
 from support.cli import run_cli
 from support.llm_server import LLMServer
 
-from specrun.session import RunRequest, RunSession
+from specrun._run.session import RunRequest, RunSession
 
 CASES = [
     {"id": "T1", "input": "hello"},

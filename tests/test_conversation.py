@@ -14,13 +14,13 @@ import support.cli
 from support.llm_server import LLMServer
 
 from specrun import Response, ToolCall
-from specrun.conversation import build_simulator, run_conversation, simulator_config
-from specrun.errors import UsageError
-from specrun.kinds import Session
-from specrun.loader import Loader
-from specrun.model import Case, Context, Message, Usage
-from specrun.plugins import get_plugin_manager
-from specrun.services import Services
+from specrun._core.data import Case, Context, Message, Usage
+from specrun._core.errors import UsageError
+from specrun._core.kinds import Session
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._run.conversation import build_simulator, run_conversation, simulator_config
+from specrun._run.services import Services
 
 
 @pytest.fixture(scope="module")
@@ -291,7 +291,7 @@ async def test_no_simulator_at_all(registry, tmp_path):
 
 
 def llm_services(server: LLMServer, tmp_path: Path) -> Services:
-    from specrun.llm import ModelClient
+    from specrun._models.client import ModelClient
 
     params = {"api_base": server.base_url, "api_key": "test-key"}
     models = ModelClient("openai/gpt-4o-mini", params=params, cache_dir=tmp_path / "cache", base_delay=0.01)

@@ -13,12 +13,12 @@ import support.cli
 from markdown_it import MarkdownIt
 from test_reporters import case, result, write_report, write_stream
 
+from specrun._core.data import Usage
+from specrun._core.errors import UsageError
+from specrun._history.diff import compare_files, load_side, to_markdown
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._report.display import md_block, md_text
 from specrun.cli.main import main
-from specrun.diff import compare_files, load_side, to_markdown
-from specrun.display import md_block, md_text
-from specrun.errors import UsageError
-from specrun.model import Usage
-from specrun.plugins import get_plugin_manager
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,13 +14,13 @@ import support.cli
 from specrun_plugins.sources.generators import AgentsSource, ScriptsSource, case_list, split_spec, with_ids
 
 from specrun import Response
-from specrun.errors import SuiteError, UsageError
-from specrun.kinds import SourceContext
-from specrun.loader import Loader
-from specrun.model import Context, Message
-from specrun.plugins import get_plugin_manager
-from specrun.project import Project
-from specrun.services import Services
+from specrun._core.data import Context, Message
+from specrun._core.errors import SuiteError, UsageError
+from specrun._core.kinds import SourceContext
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._project.project import Project
+from specrun._run.services import Services
 
 # -- helpers ------------------------------------------------------------------------------------
 

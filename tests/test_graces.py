@@ -21,11 +21,11 @@ from specrun_plugins.targets.process import GRACE_SECONDS, ProcessTarget
 from support.cli import run_cli
 
 from specrun import Context, Message
-from specrun.options import INTERRUPT_GRACE, RunOptions
+from specrun._project.plugin_manager import default_plugins
+from specrun._project.project import Project
+from specrun._run.runner import Runner
+from specrun._run.settings import INTERRUPT_GRACE, RunOptions
 from specrun.plugin import RemoteRun
-from specrun.plugins import default_plugins
-from specrun.project import Project
-from specrun.runner import Runner
 
 AGENTS = Path(__file__).parent / "agents"
 

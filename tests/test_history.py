@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from specrun.history import History
+from specrun._history.store import History
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -114,12 +114,12 @@ def test_an_edited_case_has_a_new_content_hash_and_a_new_suites_hash(tmp_path):
 
 
 def test_recording_a_run_reads_no_suite_file_again(tmp_path, monkeypatch):
-    import specrun.loader
-    from specrun.documents import parse
+    import specrun._load.loader
+    from specrun._load.documents import parse
 
     root = project(tmp_path, CASES)
     reads: list[tuple] = []
-    monkeypatch.setattr(specrun.loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    monkeypatch.setattr(specrun._load.loader, "parse", lambda *a: reads.append(a) or parse(*a))
     assert run_cli(["suite.jsonl", "--no-history"], root).returncode == 1
     unrecorded, reads[:] = len(reads), []
     assert run_cli(["suite.jsonl"], root).returncode == 1
@@ -440,11 +440,11 @@ def test_the_git_commit_is_recorded_and_secrets_in_the_command_line_are_masked(t
 
 
 def test_a_history_that_cannot_be_written_fails_the_run_with_exit_3_and_keeps_every_result(tmp_path, monkeypatch):
-    import specrun.history
+    import specrun._history.store
 
     root = project(tmp_path, CASES)
     run_cli(["suite.jsonl"], root)
-    monkeypatch.setattr(specrun.history, "BUSY_TIMEOUT_S", 0.05)  # not 30 s: another run holds the lock
+    monkeypatch.setattr(specrun._history.store, "BUSY_TIMEOUT_S", 0.05)  # not 30 s: another run holds the lock
     with sqlite3.connect(root / ".specrun" / "history.db", isolation_level=None) as holder:
         holder.execute("BEGIN EXCLUSIVE")
         done = run_cli(["suite.jsonl", "-o", "out.jsonl"], root)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_reporters import multi_run_records, single_run_records, write_report, write_stream
 
-from specrun.plugins import get_plugin_manager
+from specrun._project.plugin_manager import get_plugin_manager
 
 pytest_plugins = ["support.browser"]
 

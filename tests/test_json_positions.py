@@ -1,4 +1,4 @@
-"""Positions inside JSON records (specrun/json_positions.py): found without ruamel.yaml, and
+"""Positions inside JSON records (specrun/_load/json_positions.py): found without ruamel.yaml, and
 always the ones ruamel.yaml gives (what every file:line:col of a JSON or JSONL suite was)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from specrun.documents import _NOT_JSON_BREAKS, Record, _walk, _yaml
-from specrun.json_positions import JsonPositions, reads_as_yaml
+from specrun._load.documents import _NOT_JSON_BREAKS, Record, _walk, _yaml
+from specrun._load.json_positions import JsonPositions, reads_as_yaml
 
 
 def ruamel_node(text: str) -> Any:

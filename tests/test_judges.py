@@ -10,13 +10,13 @@ from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
 from specrun_plugins.assertions.match import Match
 from support.llm_server import LLMServer, data_section
 
-from specrun.errors import EvaluationError, TargetError
-from specrun.kinds import Check
-from specrun.llm import ModelClient
-from specrun.model import MISSING, Assertion, Case, Context, Location, Message, Response, ToolCall, Usage
-from specrun.plugins import get_plugin_manager
-from specrun.services import Services
-from specrun.verdicts import evaluate
+from specrun._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, ToolCall, Usage
+from specrun._core.errors import EvaluationError, TargetError
+from specrun._core.kinds import Check
+from specrun._models.client import ModelClient
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._run.services import Services
+from specrun._run.verdicts import evaluate
 
 QUESTION = "What is the capital of France?"
 

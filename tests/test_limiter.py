@@ -11,7 +11,7 @@ from specrun_plugins.targets.http import HttpTarget
 from support.llm_server import LLMServer
 
 from specrun import Context, Message, TargetError
-from specrun.limiter import CASE_DEADLINE, LIMITERS, AdaptiveLimiter, Limiters, Slot, endpoint_key
+from specrun._models.limiter import CASE_DEADLINE, LIMITERS, AdaptiveLimiter, Limiters, Slot, endpoint_key
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -234,7 +234,7 @@ async def test_http_target_reports_429_and_success_to_its_endpoint_limiter():
 
 
 async def test_model_calls_share_one_limiter_per_model_that_429s_halve():
-    from specrun.llm import ModelClient
+    from specrun._models.client import ModelClient
 
     with LLMServer() as server:
         client = ModelClient(

@@ -9,8 +9,8 @@ import pytest
 from specrun_plugins.targets.litellm import LitellmTarget
 from support.llm_server import LLMServer
 
-from specrun.errors import TargetError
-from specrun.model import Context, Message
+from specrun._core.data import Context, Message
+from specrun._core.errors import TargetError
 
 # Its tests import litellm in the test process: tests/conftest.py starts that import early.
 IMPORTS_LITELLM = True

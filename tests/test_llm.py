@@ -1,4 +1,4 @@
-"""specrun.llm against the loopback OpenAI-compatible server, through litellm for real."""
+"""specrun._models.client against the loopback OpenAI-compatible server, through litellm for real."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from support.llm_server import LLMServer
 
-from specrun.errors import EvaluationError
-from specrun.judging import parse_verdict
-from specrun.llm import ModelClient, ModelError
-from specrun.model import Message
-from specrun.model_cache import DiskCache
-from specrun.providers import error_retry_after
-from specrun.redact import redact
-from specrun.wire import openai_messages
+from specrun._core.data import Message
+from specrun._core.errors import EvaluationError
+from specrun._core.redact import redact
+from specrun._judges.judging import parse_verdict
+from specrun._models.cache import DiskCache
+from specrun._models.client import ModelClient, ModelError
+from specrun._models.litellm_route import error_retry_after
+from specrun._models.wire import openai_messages
 
 # Its tests import litellm in the test process: tests/conftest.py starts that import early.
 IMPORTS_LITELLM = True
@@ -58,8 +58,8 @@ def _python(code: str, **env: str) -> str:
 def test_specrun_and_its_plugins_import_without_litellm():
     code = (
         "import sys\n"
-        "import specrun, specrun.llm, specrun.matching, specrun.services\n"
-        "from specrun.plugins import get_plugin_manager\n"
+        "import specrun, specrun._models.client, specrun._judges.matching, specrun._run.services\n"
+        "from specrun._project.plugin_manager import get_plugin_manager\n"
         "registry = get_plugin_manager().registry\n"
         "assert 'llm' in registry.classes('assertion') and 'litellm' in registry.classes('target')\n"
         "print('litellm' in sys.modules)\n"
@@ -96,7 +96,7 @@ def test_preload_imports_in_the_background_after_setting_safe_defaults(tmp_path)
         "suppress_debug_info = False\n"
     )
     code = (
-        "import asyncio, specrun.providers as m\n"
+        "import asyncio, specrun._models.litellm_route as m\n"
         "m.preload(); m.preload()\n"
         "lib = asyncio.run(m.load_litellm())\n"
         "print(*lib.seen, lib.suppress_debug_info)\n"
@@ -112,7 +112,7 @@ def test_a_litellm_that_fails_to_import_leaves_the_error_to_the_first_call(tmp_p
     stub.mkdir()
     (stub / "__init__.py").write_text("raise ImportError('broken install')\n")
     code = (
-        "import asyncio, specrun.llm as m\n"
+        "import asyncio, specrun._models.client as m\n"
         "async def main():\n"
         "    client = m.ModelClient('openai/x')\n"
         "    await client.ready()\n"

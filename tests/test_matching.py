@@ -1,4 +1,4 @@
-"""specrun.matching: Agent Kernel's score, llm and fallback modes."""
+"""specrun._judges.matching: Agent Kernel's score, llm and fallback modes."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import pytest
 from support.llm_server import LLMServer, data_section
 
-from specrun.errors import EvaluationError
-from specrun.llm import ModelClient
-from specrun.matching import Judgement, compare, normalize, quasi_exact
-from specrun.model import Usage
+from specrun._core.data import Usage
+from specrun._core.errors import EvaluationError
+from specrun._judges.matching import Judgement, compare, normalize, quasi_exact
+from specrun._models.client import ModelClient
 
 
 class FakeJudge:

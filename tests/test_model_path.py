@@ -13,9 +13,9 @@ import pytest
 import support.fresh_run as fresh_run
 from support.llm_server import LLMServer
 
-from specrun import prices
-from specrun.direct import route
-from specrun.llm import ModelClient, ModelError
+from specrun._models import prices
+from specrun._models.client import ModelClient, ModelError
+from specrun._models.direct_route import route
 
 USER = [{"role": "user", "content": "Is the sky blue?"}]
 LITELLM = {"extra_headers": {"X-Test": "through-litellm"}}  # a parameter the direct route leaves to litellm

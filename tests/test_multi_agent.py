@@ -124,7 +124,7 @@ def test_unknown_agent_in_targets_points_at_it(tmp_path):
 
 
 def test_history_records_each_agent_of_a_case(tmp_path):
-    from specrun.history import History
+    from specrun._history.store import History
 
     make_project(tmp_path, "targets: [good, bad]\n")
     assert run_cli(["suite.yaml", "-o", "out.jsonl"], tmp_path).returncode == 1

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 import specrun.plugin
+from specrun._core.errors import PluginError, UsageError
+from specrun._project.plugin_manager import default_plugins
+from specrun._project.registry import Registry
 from specrun.cli.plugins import command as plugins_command
-from specrun.errors import PluginError, UsageError
 from specrun.plugin import AssertionType, Simulator
 from specrun.plugin.testing import check_assertion, run_suite
-from specrun.plugins import default_plugins
-from specrun.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIRS = [ROOT / "plugins" / "specrun_plugins", ROOT / "tests" / "fake_plugin"]

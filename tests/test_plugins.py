@@ -1,4 +1,4 @@
-"""Plugin discovery and the registry (specrun/plugins.py, specrun/registry.py).
+"""Plugin discovery and the registry (specrun/_project/plugin_manager.py, specrun/_project/registry.py).
 
 End to end: the real distribution under tests/fake_plugin/ is pip-installed into a temporary
 folder and found through its ``specrun`` entry point by the ``specrun`` console script.
@@ -21,14 +21,14 @@ from support.background import Job
 from support.started import finish
 
 import specrun
-from specrun import hookspecs
-from specrun.errors import PluginError, SuiteError
-from specrun.kinds import AssertionType, Check, Reporter, Verdict
-from specrun.loader import Loader
-from specrun.model import Assertion
-from specrun.plugins import DISABLE_ENV, blocked_names, get_plugin_manager
-from specrun.registry import KINDS
-from specrun.schemas import compose
+from specrun._core import hookspecs
+from specrun._core.data import Assertion
+from specrun._core.errors import PluginError, SuiteError
+from specrun._core.kinds import AssertionType, Check, Reporter, Verdict
+from specrun._load.loader import Loader
+from specrun._load.schemas import compose
+from specrun._project.plugin_manager import DISABLE_ENV, blocked_names, get_plugin_manager
+from specrun._project.registry import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_PLUGIN = Path(__file__).parent / "fake_plugin"

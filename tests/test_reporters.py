@@ -12,10 +12,10 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
-from specrun.display import visible
-from specrun.model import Case, Location, Message, Response, ToolCall, Usage
-from specrun.plugins import get_plugin_manager
-from specrun.results import AssertionResult, Result, RunInfo
+from specrun._core.data import Case, Location, Message, Response, ToolCall, Usage
+from specrun._core.results import AssertionResult, Result, RunInfo
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._report.display import visible
 
 HOSTILE = (
     '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=1"> '
@@ -309,7 +309,7 @@ def test_failed_write_keeps_the_old_file(registry, tmp_path, ext):
     original = reporter.run_finished
 
     def crash_midway(summary, path):
-        import specrun.stability as stability
+        import specrun._report.stability as stability
 
         real = stability.read_at
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from specrun.errors import ReportError
-from specrun.kinds import Reporter, SourceContext
-from specrun.loader import Loader
-from specrun.plan import build_plan, load_inputs
-from specrun.plugins import default_plugins
-from specrun.project import Project
-from specrun.results import Result, RunInfo
-from specrun.runner import Runner, RunOptions
-from specrun.stream import ResultStream
+from specrun._core.errors import ReportError
+from specrun._core.kinds import Reporter, SourceContext
+from specrun._core.results import Result, RunInfo
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import default_plugins
+from specrun._project.project import Project
+from specrun._report.stream import ResultStream
+from specrun._run.plan import build_plan, load_inputs
+from specrun._run.runner import Runner, RunOptions
 
 
 class Recording(Reporter):

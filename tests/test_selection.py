@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from specrun.selection import Expression, ExpressionError
+from specrun._run.selection import Expression, ExpressionError
 
 CASES = [
     {"id": "login-ok", "name": "Customer logs in", "input": "a", "tags": ["smoke", "auth"]},

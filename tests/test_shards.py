@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from specrun.errors import UsageError
-from specrun.shard import Shard, partition
+from specrun._core.errors import UsageError
+from specrun._run.shard import Shard, partition
 
 AGENT = """
 def reply(messages, ctx):

@@ -17,12 +17,12 @@ from specrun_plugins.simulators.llm import LlmSimulator, chat
 from specrun_plugins.simulators.scripted import ScriptedSimulator
 
 from specrun import Response
-from specrun.errors import EvaluationError, SuiteError
-from specrun.kinds import SimulatorState
-from specrun.loader import Loader
-from specrun.model import Case, Checkpoint, Context, Location, Message, Usage
-from specrun.plugins import get_plugin_manager
-from specrun.services import Services
+from specrun._core.data import Case, Checkpoint, Context, Location, Message, Usage
+from specrun._core.errors import EvaluationError, SuiteError
+from specrun._core.kinds import SimulatorState
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._run.services import Services
 
 
 def state(turn: int = 1, services: Any = None, conversation: list[Message] | None = None) -> SimulatorState:

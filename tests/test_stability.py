@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from specrun.errors import UsageError
-from specrun.stability import (
+from specrun._core.errors import UsageError
+from specrun._report.stability import (
     Aggregator,
     case_stats,
     classify,

@@ -66,7 +66,8 @@ def test_version_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "specrun, version" in result.stdout
     assert not _litellm(modules)
     assert "rich" not in modules
-    heavy = {"jsonschema_rs", "ruamel.yaml", "aiohttp", "openai", "specrun.loader"}  # pluggy is light: specrun.hookimpl
+    # pluggy is light: specrun.hookimpl
+    heavy = {"jsonschema_rs", "ruamel.yaml", "aiohttp", "openai", "specrun._load.loader"}
     assert not modules & heavy
     assert not [m for m in modules if m.startswith("specrun_plugins")], "--version loads no plugins"
 

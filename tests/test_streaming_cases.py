@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from specrun.errors import SpecrunError
-from specrun.loader import FileCases, Loader
-from specrun.plan import build_plan
-from specrun.plugins import default_plugins
-from specrun.project import Project
-from specrun.stability import Aggregator, scan
+from specrun._core.errors import SpecrunError
+from specrun._load.loader import FileCases, Loader
+from specrun._project.plugin_manager import default_plugins
+from specrun._project.project import Project
+from specrun._report.stability import Aggregator, scan
+from specrun._run.plan import build_plan
 from tests.support.cli import run_cli
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -283,8 +283,8 @@ def two_agents(root: Path) -> None:
 
 
 def test_several_agents_read_a_file_once_and_each_case_runs_against_each_agent(tmp_path, monkeypatch):
-    import specrun.loader as loader
-    from specrun.documents import parse
+    import specrun._load.loader as loader
+    from specrun._load.documents import parse
 
     project(tmp_path, {"s.jsonl": jsonl([case(i) for i in range(6)])})
     two_agents(tmp_path)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from specrun.errors import SuiteError
-from specrun.loader import load_mapping_file
-from specrun.plugins import get_plugin_manager
-from specrun.schemas import agent_schema
+from specrun._core.errors import SuiteError
+from specrun._load.loader import load_mapping_file
+from specrun._load.schemas import agent_schema
+from specrun._project.plugin_manager import get_plugin_manager
 
 DOCS = Path(__file__).parents[1] / "docs" / "targets.md"
 

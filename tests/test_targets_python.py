@@ -11,7 +11,7 @@ import pytest
 from specrun_plugins.targets.python import PythonTarget
 
 from specrun import Context, Message, TargetError
-from specrun.blocking import run_blocking
+from specrun._run.blocking import run_blocking
 
 AGENTS = Path(__file__).parent / "agents"
 CTX = Context(case_id="c1", user="ann")

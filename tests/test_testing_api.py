@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support.llm_server import LLMServer, data_section
 
-from specrun.errors import EvaluationError, TargetError, UsageError
+from specrun._core.errors import EvaluationError, TargetError, UsageError
 from specrun.testing import Mode, Test, load_config
 
 REPO = Path(__file__).resolve().parents[1]

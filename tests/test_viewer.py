@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.cli import run_cli
 
-from specrun.history import History
+from specrun._history.store import History
 from specrun.viewer.html import when
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))

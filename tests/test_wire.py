@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from specrun.loader import Loader
-from specrun.plugins import get_plugin_manager
-from specrun.wire import openai_messages
+from specrun._load.loader import Loader
+from specrun._models.wire import openai_messages
+from specrun._project.plugin_manager import get_plugin_manager
 
 HISTORY = [
     {"role": "user", "content": "File my $20 taxi"},

@@ -22,9 +22,9 @@ def command(ctx: click.Context, old: Path, new: Path, output: Path | None) -> No
     pass rate dropped. Exit 0 otherwise; 2 when a file is not a report diff can trust (a field
     of the wrong type, a duplicate id). The rules: docs/reports.md.
     """
-    from ..diff import compare_files, to_markdown
-    from ..outputs import atomic_writer
-    from ..redact import redact
+    from .._core.redact import redact
+    from .._history.diff import compare_files, to_markdown
+    from .._report.outputs import atomic_writer
 
     comparison = compare_files(old, new)
     text = redact(to_markdown(comparison))  # reports from elsewhere may hold this machine's secrets

@@ -37,9 +37,9 @@ def command(
     specrun history refund-policy  that case's timeline (status, duration, what changed)
     specrun history --flaky        cases that passed and failed over their recent runs
     """
-    from ..history import History, settings
-    from ..plugins import default_plugins
-    from ..project import Project
+    from .._history.store import History, settings
+    from .._project.plugin_manager import default_plugins
+    from .._project.project import Project
 
     project = Project.discover(folder or Path.cwd(), default_plugins().registry)
     where = settings(project.root, project.config).path
@@ -59,7 +59,7 @@ def command(
 
 
 def _table(header: list[str], rows: list[list[str]]) -> None:
-    from ..console import clean
+    from .._report.console import clean
 
     rows = [[clean(cell) for cell in row] for row in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -75,7 +75,7 @@ def _when(stamp: str | None) -> str:
 
 
 def _duration(ms: float | None) -> str:
-    from ..model import format_duration
+    from .._core.data import format_duration
 
     return "-" if ms is None else format_duration(ms / 1000)
 

@@ -1,4 +1,4 @@
-"""``specrun init``: scaffold a project that runs offline and passes (see :mod:`specrun.scaffold`)."""
+"""``specrun init``: scaffold a project that runs offline and passes (see :mod:`specrun._project.scaffold`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import click
 def command(folder: Path) -> None:
     """Scaffold a project in FOLDER (default: here): specrun.yaml, an agent, a suite, editor
     schemas and a .gitignore. Never overwrites a file; `specrun` right after it passes."""
-    from ..plugins import default_plugins
-    from ..scaffold import scaffold
+    from .._project.plugin_manager import default_plugins
+    from .._project.scaffold import scaffold
 
     had_gitignore = (folder / ".gitignore").exists()
     for path in scaffold(folder, default_plugins().registry):

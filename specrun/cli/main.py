@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..errors import SpecrunError, SuiteError
-from ..redact import redact
+from .._core.errors import SpecrunError, SuiteError
+from .._core.redact import redact
 
 COMMANDS = {
     "run": "specrun.cli.run",

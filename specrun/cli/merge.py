@@ -25,12 +25,12 @@ def command(streams: tuple[Path, ...], outputs: tuple[str, ...]) -> None:
     Exit codes as for a run: 0 all passed, 1 a case failed or errored, 3 incomplete, 130
     interrupted. Example: specrun merge shard-*.jsonl -o report.json -o report.xml
     """
-    from ..errors import ReportError
-    from ..merge import merge
-    from ..outputs import atomic_writer, check_outputs
-    from ..plugins import default_plugins
-    from ..stability import exit_code, verdict
-    from ..stream import ResultStream
+    from .._core.errors import ReportError
+    from .._history.merge import merge
+    from .._project.plugin_manager import default_plugins
+    from .._report.outputs import atomic_writer, check_outputs
+    from .._report.stability import exit_code, verdict
+    from .._report.stream import ResultStream
 
     registry = default_plugins().registry
     classes = [(Path(o), registry.reporter_for(o)) for o in outputs]  # an unknown extension: exit 2 now
@@ -67,9 +67,9 @@ def command(streams: tuple[Path, ...], outputs: tuple[str, ...]) -> None:
 async def _write(reporters: list[Any], start: dict[str, Any], summary: dict[str, Any], stream: Path) -> list[str]:
     """Write the whole-file reports from the merged stream, as a run's end does (only the
     reporters are plugins of it: the installed plugins saw the shards' runs already)."""
-    from ..lifecycle import Lifecycle
-    from ..plugins import get_plugin_manager
-    from ..results import RunInfo
+    from .._core.results import RunInfo
+    from .._project.plugin_manager import get_plugin_manager
+    from .._run.lifecycle import Lifecycle
 
     info = RunInfo(
         agent_id=start.get("agent_id"),

@@ -17,7 +17,7 @@ def command(as_json: bool, api: bool) -> None:
     if api:
         _show_api()
         return
-    from ..plugins import blocked_names, default_plugins
+    from .._project.plugin_manager import blocked_names, default_plugins
 
     infos = default_plugins().infos
     rows: list[dict[str, Any]] = [

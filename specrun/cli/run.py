@@ -93,7 +93,7 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
 
     specs = [*paths, *inputs] or _project_suites()
     _check_positional(paths)
-    from ..outputs import OutputLocks
+    from .._report.outputs import OutputLocks
 
     with OutputLocks() as locks, asyncio.Runner(loop_factory=_loop_factory()) as loop:
         code = loop.run(_run(specs, flags, locks))
@@ -101,7 +101,7 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
 
 
 async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
-    from ..session import RunRequest, RunSession
+    from .._run.session import RunRequest, RunSession
 
     request = RunRequest(
         inputs=specs,
@@ -155,14 +155,14 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         await session.aclose()
         return 0
     if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
-        from ..outputs import PRIVATE_FOLDER, private_folder
+        from .._report.outputs import PRIVATE_FOLDER, private_folder
 
         private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
-    from ..console import ConsoleReport
+    from .._report.console import ConsoleReport
 
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
-    from ..problems import display_path
+    from .._load.problems import display_path
 
     console.output_paths = [display_path(Path(o)) for o in session.outputs]
     summary = await session.run(console)  # a failed report raises, and keeps the stream
@@ -174,9 +174,9 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
 
 def _project_suites() -> list[str]:
     """No paths given: the ``suites`` of the project's ``specrun.yaml`` (found from here up)."""
-    from ..errors import UsageError
-    from ..plugins import default_plugins
-    from ..project import Project
+    from .._core.errors import UsageError
+    from .._project.plugin_manager import default_plugins
+    from .._project.project import Project
 
     project = Project.discover(Path.cwd(), default_plugins().registry)
     suites = project.config.get("suites")
@@ -195,8 +195,8 @@ def _project_suites() -> list[str]:
 def _check_positional(paths: tuple[str, ...]) -> None:
     """Positional arguments are paths or ``source:`` inputs: a stray word (a typo, a message
     without ``-i``) is an error, never one more case sent to the agent."""
-    from ..errors import UsageError
-    from ..plugins import default_plugins
+    from .._core.errors import UsageError
+    from .._project.plugin_manager import default_plugins
 
     sources = default_plugins().registry.classes("source")
     for spec in paths:
@@ -214,7 +214,7 @@ def _check_positional(paths: tuple[str, ...]) -> None:
 def _check_reporter(project: Any, flags: dict[str, Any]) -> None:
     """``-r`` names a built-in reporter (``report.html``) or a project agent whose target
     builds, and has an ``-o`` file to write: checked before anything runs."""
-    from ..errors import SuiteError, UsageError
+    from .._core.errors import SuiteError, UsageError
 
     spec = flags["reporter"]
     if not spec:
@@ -249,9 +249,9 @@ def _loop_factory() -> Any:
 
 def _print_direct(stream: Path) -> None:
     """Direct-message mode: the agent's answer on stdout, as safe for a terminal as run mode's."""
-    from ..console import clean
-    from ..github_actions import commands_stopped
-    from ..stability import iter_stream
+    from .._report.console import clean
+    from .._report.github_actions import commands_stopped
+    from .._report.stability import iter_stream
 
     with commands_stopped(os.environ):  # the answer is the agent's text: no workflow command in it acts
         for _, record in iter_stream(stream) if stream.exists() else ():
@@ -267,7 +267,7 @@ def _print_direct(stream: Path) -> None:
 
 
 def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
-    from ..console import clean
+    from .._report.console import clean
 
     for case, agent in plan.cases():  # read as they are shown: a large suite is never held
         if case.dynamic:
@@ -289,7 +289,7 @@ def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:
 
 def _save_generated(suites: list[Any], path: Path) -> None:
     """Write the cases of generated suites (``agents:``, ``scripts:``) as a suite file for review."""
-    from ..errors import UsageError
+    from .._core.errors import UsageError
 
     cases = [case.raw for suite in suites if suite.generated for case in suite.cases]
     if not cases:

@@ -20,8 +20,8 @@ def command(kind: str) -> None:
 
     Save it and point your editor at it, e.g. a `# yaml-language-server: $schema=...` line.
     """
-    from ..plugins import default_plugins
-    from ..schemas import agent_schema, compose, config_schema
+    from .._load.schemas import agent_schema, compose, config_schema
+    from .._project.plugin_manager import default_plugins
 
     registry = default_plugins().registry
     schema = {

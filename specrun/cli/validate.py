@@ -12,10 +12,10 @@ import click
 @click.option("-v", "--verbose", is_flag=True, help="Also list the files and folders passed over, and why.")
 def command(paths: tuple[Path, ...], verbose: bool) -> None:
     """Check suite files: every mistake is listed with file:line:col, then exit 2."""
-    from ..errors import Problem, SuiteError, UsageError
-    from ..loader import Loader
-    from ..plugins import default_plugins
-    from ..project import Project
+    from .._core.errors import Problem, SuiteError, UsageError
+    from .._load.loader import Loader
+    from .._project.plugin_manager import default_plugins
+    from .._project.project import Project
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -46,7 +46,7 @@ def command(paths: tuple[Path, ...], verbose: bool) -> None:
 
 def echo_skipped(skipped: list[tuple[Path, str]]) -> None:
     """``-v``: each file or folder the inputs named or held that was not loaded, and why."""
-    from ..problems import display_path
+    from .._load.problems import display_path
 
     for path, reason in skipped:
         click.echo(f"skipped {display_path(path)}{'/' if path.is_dir() else ''}: {reason}", err=True)

@@ -29,10 +29,10 @@ def command(port: int, host: str, db: Path | None, folder: Path | None) -> None:
     """
     import asyncio
 
-    from ..errors import UsageError
-    from ..history import History
-    from ..plugins import default_plugins
-    from ..project import Project
+    from .._core.errors import UsageError
+    from .._history.store import History
+    from .._project.plugin_manager import default_plugins
+    from .._project.project import Project
     from ..viewer.app import LOOPBACK, Viewer, serve
     from ..viewer.store import Store
 

@@ -10,38 +10,7 @@ documents each one; :mod:`specrun.plugin.testing` runs plugins in tests.
 from __future__ import annotations
 
 from .. import hookimpl
-from ..blocking import run_blocking
-from ..display import md_block, md_text, shorten, visible
-from ..errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
-from ..imports import find_module, load_callable, ref_problem, split_ref
-from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
-from ..kinds import (
-    AssertionType,
-    CaseCancelled,
-    Check,
-    Executor,
-    Plugin,
-    Reporter,
-    Session,
-    Simulator,
-    SimulatorState,
-    SimulatorTurn,
-    Source,
-    SourceContext,
-    Target,
-    Verdict,
-    checked_verdict,
-)
-from ..limiter import LIMITERS, endpoint_key, retry_after
-from ..llm import DEFAULT_CALL_TIMEOUT as MODEL_TIMEOUT
-from ..llm import DEFAULT_RETRIES as MODEL_RETRIES
-from ..llm import Completion, ModelClient, ModelError
-from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
-from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
-from ..matching import MODES as COMPARE_MODES
-from ..matching import alternatives, compare
-from ..matrix import Matrix, matrix
-from ..model import (
+from .._core.data import (
     MISSING,
     Assertion,
     Case,
@@ -58,20 +27,51 @@ from ..model import (
     parse_duration,
     to_json,
 )
-from ..options import INTERRUPT_GRACE
-from ..outputs import atomic_writer
-from ..patterns import FlagError, PatternError, compile_pattern
-from ..plugins import registrar
-from ..proctree import ProcessTree
-from ..redact import redact, redact_json
-from ..redact import register as register_secret
-from ..remote import RemoteRun, RemoteWorker
-from ..results import Result, RunInfo, utc_timestamp
-from ..runner import Job
-from ..services import Models, Parsed, Services
-from ..snapshots import Snapshot
-from ..stability import CaseStats, Stream, scan
-from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
+from .._core.errors import EvaluationError, PluginError, SpecrunError, TargetError, UsageError
+from .._core.kinds import (
+    AssertionType,
+    CaseCancelled,
+    Check,
+    Executor,
+    Plugin,
+    Reporter,
+    Session,
+    Simulator,
+    SimulatorState,
+    SimulatorTurn,
+    Source,
+    SourceContext,
+    Target,
+    Verdict,
+    checked_verdict,
+)
+from .._core.redact import redact, redact_json
+from .._core.redact import register as register_secret
+from .._core.results import Result, RunInfo, utc_timestamp
+from .._history.snapshots import Snapshot
+from .._judges.judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
+from .._judges.matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
+from .._judges.matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
+from .._judges.matching import MODES as COMPARE_MODES
+from .._judges.matching import alternatives, compare
+from .._load.patterns import FlagError, PatternError, compile_pattern
+from .._models.client import DEFAULT_CALL_TIMEOUT as MODEL_TIMEOUT
+from .._models.client import DEFAULT_RETRIES as MODEL_RETRIES
+from .._models.client import Completion, ModelClient, ModelError
+from .._models.limiter import LIMITERS, endpoint_key, retry_after
+from .._models.wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
+from .._project.imports import find_module, load_callable, ref_problem, split_ref
+from .._project.plugin_manager import registrar
+from .._report.display import md_block, md_text, shorten, visible
+from .._report.outputs import atomic_writer
+from .._report.stability import CaseStats, Stream, scan
+from .._run.blocking import run_blocking
+from .._run.matrix import Matrix, matrix
+from .._run.proctree import ProcessTree
+from .._run.remote import RemoteRun, RemoteWorker
+from .._run.runner import Job
+from .._run.services import Models, Parsed, Services
+from .._run.settings import INTERRUPT_GRACE
 
 __all__ = [
     "COMPARE_MODES",

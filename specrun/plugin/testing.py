@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..kinds import Check
-from ..model import MISSING, Assertion, Case, Context, Location, Message, Response, as_response
-from ..plugins import default_plugins, get_plugin_manager
-from ..results import AssertionResult
-from ..services import Services
-from ..verdicts import evaluate
+from .._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, as_response
+from .._core.kinds import Check
+from .._core.results import AssertionResult
+from .._project.plugin_manager import default_plugins, get_plugin_manager
+from .._run.services import Services
+from .._run.verdicts import evaluate
 
 __all__ = ["SuiteOutcome", "check_assertion", "run_suite"]
 

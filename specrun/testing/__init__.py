@@ -4,7 +4,7 @@
 environment, evaluators) are in :mod:`specrun.testing.config`.
 """
 
-from ..matching import Mode
+from .._judges.matching import Mode
 from .api import Test
 from .config import Evaluator, TestConfig, load_config
 

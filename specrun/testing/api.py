@@ -28,10 +28,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import EvaluationError, TargetError
-from ..kinds import checked_verdict
-from ..matching import Mode, alternatives
-from ..model import Context, Message, Response, as_response
+from .._core.data import Context, Message, Response, as_response
+from .._core.errors import EvaluationError, TargetError
+from .._core.kinds import checked_verdict
+from .._judges.matching import Mode, alternatives
 from . import clients
 from .config import TestConfig, load_config, load_evaluator
 
@@ -204,7 +204,7 @@ class Test:
     @staticmethod
     def _is_target_spec(text: str) -> bool:
         """True for a string a target claims (``python:module:function``, a URL)."""
-        from ..plugins import default_plugins
+        from .._project.plugin_manager import default_plugins
 
         return any(cls.from_spec(text) is not None for cls in default_plugins().registry.classes("target").values())
 
@@ -217,8 +217,8 @@ class Test:
 
     @staticmethod
     def _open_project() -> Any:
-        from ..plugins import default_plugins
-        from ..project import Project
+        from .._project.plugin_manager import default_plugins
+        from .._project.project import Project
 
         return Project.discover(Path.cwd(), default_plugins().registry)
 
@@ -250,7 +250,7 @@ class Test:
 
     def _new_process(self, argv: list[str]) -> Any:
         """The unstarted process of a CLI agent, from the target that declares it runs commands."""
-        from ..plugins import default_plugins
+        from .._project.plugin_manager import default_plugins
 
         cls = default_plugins().registry.declaring("target", "command_param")
         if cls is None:
@@ -280,7 +280,7 @@ class Test:
 
     async def stop(self) -> None:
         """Stop the agent and release what it held. A CLI agent ends with everything it started
-        (SIGTERM, then SIGKILL after ``grace`` seconds, two by default; see :mod:`specrun.proctree`)."""
+        (SIGTERM, then SIGKILL after ``grace`` seconds, two by default; see :mod:`specrun._run.proctree`)."""
         process, session, project = self._process, self._session, self._project
         self._process = self._session = self._project = None
         try:

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..llm import ModelClient
+from .._models.client import ModelClient
 
 
 class _LoopClients:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import EvaluationError, UsageError
-from ..llm import MODEL_ENV
-from ..matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
+from .._core.errors import EvaluationError, UsageError
+from .._judges.matching import DEFAULT_MODE, MATCH_THRESHOLD, MODES, Mode, compare
+from .._models.client import MODEL_ENV
 
 CONFIG_FILE = "test-config.yaml"
 CONFIG_ENV = "SPECRUN_TEST_CONFIG"
@@ -205,7 +205,7 @@ def config_path(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 
 def _file_settings(path: Path) -> dict[str, Any]:
-    from ..loader import load_mapping_file
+    from .._load.loader import load_mapping_file
 
     text = path.read_text("utf-8", errors="replace")
     if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
@@ -238,7 +238,7 @@ def load_config(environ: Mapping[str, str] | None = None, cwd: Path | None = Non
 
 def _project_settings(config: TestConfig, cwd: Path) -> None:
     """The model settings of the specrun project around ``cwd``, under the file's and the environment's."""
-    from ..project import find_config
+    from .._project.project import find_config
 
     found = find_config(cwd)
     if found is None:
@@ -276,7 +276,7 @@ class Evaluator(Protocol):
 
 
 class CompareEvaluator:
-    """The built-in evaluator: :func:`specrun.matching.compare` with the configured judge model."""
+    """The built-in evaluator: :func:`specrun._judges.matching.compare` with the configured judge model."""
 
     def __init__(self, config: TestConfig):
         self.config = config
@@ -319,7 +319,7 @@ def load_evaluator(spec: Any, config: TestConfig) -> Any:
             raise UsageError(
                 f"unknown evaluator {spec!r}: use {', '.join(BUILTIN_EVALUATORS)} or a dotted path package.module.Class"
             )
-        from ..imports import load_callable
+        from .._project.imports import load_callable
 
         search = [config.path.parent.resolve()] if config.path else []
         search.append(Path.cwd())

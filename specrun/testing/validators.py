@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvaluationError, UsageError
-from ..model import DEFAULT_TIMEOUT, Assertion, Case, Context, Location, Message, as_response
+from .._core.data import DEFAULT_TIMEOUT, Assertion, Case, Context, Location, Message, as_response
+from .._core.errors import EvaluationError, UsageError
 from .config import TestConfig, load_config
 
 _CASE_ID = "specrun.testing"
@@ -26,7 +26,7 @@ def _conversation(metadata: Mapping[str, Any], user_input: str | None) -> list[M
     """The messages the response answered: ``metadata.conversation``, else ``user_input``."""
     history = metadata.get("conversation")
     if isinstance(history, list) and history:
-        from ..loader import to_messages
+        from .._load.loader import to_messages
 
         try:
             return to_messages(history, Path.cwd())
@@ -47,11 +47,11 @@ async def judge_with_agent(
 ) -> tuple[bool, float, str]:
     """Have ``validator`` judge ``actual``; ``AssertionError`` when it rejects it, ``EvaluationError``
     when no verdict could be reached. Returns ``(passed, score, reason)``."""
-    from ..kinds import Check
-    from ..plugins import default_plugins
-    from ..project import Project
-    from ..services import Services
-    from ..verdicts import evaluate_all
+    from .._core.kinds import Check
+    from .._project.plugin_manager import default_plugins
+    from .._project.project import Project
+    from .._run.services import Services
+    from .._run.verdicts import evaluate_all
     from .clients import judge_client
 
     registry = default_plugins().registry

@@ -17,8 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import SpecrunError
-from ..snapshots import Snapshot
+from .._core.errors import SpecrunError
+from .._history.snapshots import Snapshot
 from .compare import case_page, compare_page
 from .html import e, layout, url
 from .pages import run_page, runs_page

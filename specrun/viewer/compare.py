@@ -1,7 +1,7 @@
 """A case across runs (timeline, flaky marker, output changes) and the comparison of two runs
 (newly failing, fixed, still failing, flaky, slower; outputs side by side).
 
-Two runs are sorted by ``specrun.diff.compare_sides``, the rules ``specrun diff`` applies to two
+Two runs are sorted by ``specrun._history.diff.compare_sides``, the rules ``specrun diff`` applies to two
 reports, so the viewer and the pull-request comment never disagree.
 """
 
@@ -11,8 +11,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..diff import Change, Outcome, Side, compare_sides
-from ..history import CaseKey
+from .._history.diff import Change, Outcome, Side, compare_sides
+from .._history.store import CaseKey
 from .html import as_text, badge, e, layout, ms, table, url, when
 from .store import Entry, Store
 

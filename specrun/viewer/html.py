@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from ..display import visible
-from ..model import format_duration
+from .._core.data import format_duration
+from .._report.display import visible
 
 ICONS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "–"}  # text marks: every font has them
 MAX_TEXT = 100_000  # characters of one text block on a page; the database keeps everything

@@ -142,7 +142,7 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
     )
     agents = sorted({x.agent for x in entries})
     totals = (run.get("summary") or {}).get("agents")
-    if totals:  # some case ran against several agents (see specrun.matrix)
+    if totals:  # some case ran against several agents (see specrun._run.matrix)
         body.append(matrix(entries, agents, totals))
     body.append("<h2>Cases</h2>" + status_buttons(entries, "cases", "Search ids, names, outputs"))
     items = []

@@ -1,6 +1,6 @@
 """The viewer's reads of the run history: runs, the cases of a run, a case across runs.
 
-Everything is read through :class:`specrun.history.History`'s reader API (the viewer never
+Everything is read through :class:`specrun._history.store.History`'s reader API (the viewer never
 writes to the history). A case of a run is one (suite, case id, agent): its ``--runs``
 repetitions are grouped into one ``Entry``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..history import CaseKey, History
+from .._history.store import CaseKey, History
 
 ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # failures first
 

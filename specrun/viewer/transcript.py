@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..snapshots import Snapshot
+from .._history.snapshots import Snapshot
 from .html import as_text, badge, e, money, ms, pre
 from .store import Entry
 

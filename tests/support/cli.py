@@ -63,7 +63,7 @@ def _project_modules(folders: tuple[str, ...]) -> list[str]:
 
 @contextlib.contextmanager
 def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
-    from specrun import redact
+    from specrun._core import redact
 
     folder, environ, path = os.getcwd(), dict(os.environ), list(sys.path)
     temporary = _folders(tempfile.gettempdir())  # where tests make their projects

@@ -19,11 +19,11 @@ import support.cli
 from support.llm_server import LLMServer
 
 from specrun import hookimpl
-from specrun.case_rules import GeneratedLimits
-from specrun.errors import EvaluationError, SuiteError
-from specrun.kinds import Simulator
-from specrun.loader import Loader
-from specrun.plugins import get_plugin_manager
+from specrun._core.errors import EvaluationError, SuiteError
+from specrun._core.kinds import Simulator
+from specrun._load.case_rules import GeneratedLimits
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import get_plugin_manager
 from specrun.testing import Test
 
 

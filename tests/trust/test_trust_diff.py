@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from specrun._history.diff import Outcome, Side, compare_sides
 from specrun.cli.main import main
-from specrun.diff import Outcome, Side, compare_sides
 
 FILE = "suites/s.yaml"
 

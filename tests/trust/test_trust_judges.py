@@ -21,14 +21,14 @@ from specrun_plugins.simulators.llm import LlmSimulator
 from specrun_plugins.targets.litellm import LitellmTarget
 from support.llm_server import LLMServer, data_section
 
-from specrun.errors import TargetError
-from specrun.judging import parse_verdict
-from specrun.kinds import Check, SimulatorState
-from specrun.llm import ModelClient
-from specrun.model import Assertion, Case, Context, Location, Message, Response, ToolCall
-from specrun.plugins import get_plugin_manager
-from specrun.services import Services
-from specrun.verdicts import evaluate
+from specrun._core.data import Assertion, Case, Context, Location, Message, Response, ToolCall
+from specrun._core.errors import TargetError
+from specrun._core.kinds import Check, SimulatorState
+from specrun._judges.judging import parse_verdict
+from specrun._models.client import ModelClient
+from specrun._project.plugin_manager import get_plugin_manager
+from specrun._run.services import Services
+from specrun._run.verdicts import evaluate
 
 QUESTION = "What is the capital of France?"
 MODEL = "openai/gpt-4o-mini"

@@ -26,8 +26,8 @@ from aiohttp import web
 from support.cli import at_once, run_cli
 from support.llm_server import LLMServer
 
-from specrun.display import terminal_text, visible
-from specrun.redact import redact, redact_json, register
+from specrun._core.redact import redact, redact_json, register
+from specrun._report.display import terminal_text, visible
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 ECHO_CLI = Path(__file__).resolve().parent.parent / "agents" / "echo_cli.py"

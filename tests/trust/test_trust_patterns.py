@@ -29,10 +29,10 @@ from specrun_plugins.targets.process import PROMPT_WINDOW, AgentProcess, Process
 from support.cli import run_cli
 
 from specrun import Context, Message
-from specrun.documents import MAX_DEPTH, DocumentError, parse
-from specrun.errors import SuiteError
-from specrun.loader import Loader
-from specrun.plugins import default_plugins
+from specrun._core.errors import SuiteError
+from specrun._load.documents import MAX_DEPTH, DocumentError, parse
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import default_plugins
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 BOUND = 30.0  # seconds: generous on a loaded machine, where the faulty builds never finish

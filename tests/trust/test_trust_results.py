@@ -30,18 +30,18 @@ import support.cli
 from rich.console import Console
 
 from specrun import hookimpl
-from specrun.console import ConsoleReport
-from specrun.errors import ReportError
-from specrun.kinds import SourceContext
-from specrun.loader import Loader
-from specrun.model import Case, Location, Response
-from specrun.plan import build_plan, load_inputs
-from specrun.plugins import default_plugins
-from specrun.project import Project
-from specrun.results import AssertionResult, Result, RunInfo
-from specrun.runner import Runner, RunOptions
-from specrun.stability import Aggregator, exit_code, iter_stream, verdict
-from specrun.stream import ResultStream
+from specrun._core.data import Case, Location, Response
+from specrun._core.errors import ReportError
+from specrun._core.kinds import SourceContext
+from specrun._core.results import AssertionResult, Result, RunInfo
+from specrun._load.loader import Loader
+from specrun._project.plugin_manager import default_plugins
+from specrun._project.project import Project
+from specrun._report.console import ConsoleReport
+from specrun._report.stability import Aggregator, exit_code, iter_stream, verdict
+from specrun._report.stream import ResultStream
+from specrun._run.plan import build_plan, load_inputs
+from specrun._run.runner import Runner, RunOptions
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 

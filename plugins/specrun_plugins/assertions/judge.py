@@ -1,7 +1,7 @@
 """Model-judged assertions: ``llm`` (a rubric judged by a model) and ``agent`` (a validator agent).
 
 The judge reads the author's criteria and the agent's material as delimited data and answers
-``{passed, score, reason}``, read by :func:`specrun.judging.parse_verdict` (its contradiction
+``{passed, score, reason}``, read by :func:`specrun._judges.judging.parse_verdict` (its contradiction
 rule included). An unusable answer is asked for once more, then the assertion is an error,
 never a silent pass or fail. The reason is the verdict's message; tokens and cost go on the
 verdict (``Verdict.usage``), which the engine adds to the case.

@@ -1,6 +1,6 @@
 """The ``match`` assertion: Agent Kernel's compare (score, llm or fallback) over expected answers.
 
-The verdict's details record the stage that decided and every attempt; see ``specrun.matching``.
+The verdict's details record the stage that decided and every attempt; see ``specrun._judges.matching``.
 Registered by the family's register_assertion_types hook.
 """
 

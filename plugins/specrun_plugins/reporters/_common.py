@@ -1,7 +1,7 @@
 """Shared by the whole-file reporters: the re-read result stream and its display helpers.
 
 A whole-file reporter keeps nothing during the run; in ``run_finished`` it scans the streamed JSONL
-once (per-case statistics and each line's offset, see ``specrun.stability.scan``) and then
+once (per-case statistics and each line's offset, see ``specrun._report.stability.scan``) and then
 reads the records of one case at a time while it writes, so memory does not grow with outputs.
 """
 

@@ -2,7 +2,7 @@
 
 Registered through register_reporters (see this package). Agent and suite text never becomes
 markup: multi-line text goes in fenced code blocks whose fence is longer than any backtick run
-inside, and inline text (headings, table cells) is escaped by ``specrun.display.md_text``.
+inside, and inline text (headings, table cells) is escaped by ``specrun._report.display.md_text``.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from specrun.plugin import (
 
 
 class LitellmTarget(Target):
-    """A model as the agent under test, called through ``specrun.llm`` (no cache)."""
+    """A model as the agent under test, called through ``specrun._models.client`` (no cache)."""
 
     name = "litellm"
     env_fields = ("params",)

@@ -5,7 +5,7 @@ starts the command, reads stdout in chunks until the prompt regex matches, strip
 keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt. Each chunk is
 searched together with at most ``PROMPT_WINDOW`` characters before it, never the whole output
 again, so reading a reply takes time linear in its length. Closing it ends
-everything the agent started (:mod:`specrun.proctree`).
+everything the agent started (:mod:`specrun._run.proctree`).
 """
 
 from __future__ import annotations

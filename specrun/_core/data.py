@@ -1,0 +1,387 @@
+"""The data that moves through a run: suites and cases in, responses out (results: :mod:`specrun._core.results`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+Status = Literal["passed", "failed", "error", "skipped"]
+
+DEFAULT_USER = "test-user"
+DEFAULT_TEAM = "test-team"
+DEFAULT_LOCALE = "en-us"
+ENVIRONMENT_DEFAULTS = {  # V1's TestEnvironment: what every case's context carries, and its defaults
+    "user": DEFAULT_USER,
+    "team": DEFAULT_TEAM,
+    "locale": DEFAULT_LOCALE,
+    "client_type": "test",
+    "client_ip": "127.0.0.1",
+    "referer": "test",
+    "accept": "standard",
+}
+DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOUT
+TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed's wording; counted as timeouts)
+DEFAULT_MAX_TURNS = 20
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def parse_duration(value: str | float | int) -> float:
+    """Seconds from ``90``, ``"30s"``, ``"500ms"``, ``"2m"``, ``"1h"`` or ``"1m30s"``."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {value!r} (use e.g. 30s, 500ms, 2m, 1m30s)")
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """``1.2s``, ``350ms``, ``2.5m``: short and human."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 60:.1f}m"
+
+
+@dataclass(slots=True)
+class Message:
+    """One chat message; ``content`` is text or a list of content parts (text/image/audio/file).
+
+    ``name``, ``tool_calls`` and ``tool_call_id`` carry a tool-using history as the chat
+    wire format has it (an assistant's calls, then ``tool`` messages answering them).
+    """
+
+    role: str
+    content: str | list[dict[str, Any]]
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the message, its text parts joined."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+
+    @property
+    def attachments(self) -> list[dict[str, Any]]:
+        """Non-text content parts (each resolved ``file://`` part carries ``path`` and ``mime``)."""
+        if isinstance(self.content, str):
+            return []
+        return [p for p in self.content if p.get("type") != "text"]
+
+    def to_dict(self) -> dict[str, Any]:
+        if isinstance(self.content, str):
+            data: dict[str, Any] = {"role": self.role, "content": self.content}
+        else:
+            parts = [{k: v for k, v in p.items() if k not in ("path", "mime")} for p in self.content]
+            data = {"role": self.role, "content": parts}
+        for key in ("name", "tool_calls", "tool_call_id"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
+
+
+@dataclass
+class ToolCall:
+    """A tool the agent called: its name, arguments and (when known) result."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.result is not None:
+            data["result"] = self.result
+        return data
+
+
+@dataclass
+class Usage:
+    """Tokens and cost (USD) spent; ``cost`` is None when the backend did not say."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, other: Usage | None) -> None:
+        if other is None:
+            return
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.total_tokens += other.total_tokens
+        if other.cost is not None:
+            self.cost = (self.cost or 0.0) + other.cost
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": self.cost,
+        }
+
+
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
+
+
+def to_json(value: Any) -> str:
+    """``value`` as strict JSON text (no NaN or Infinity), non-ASCII kept, unknown objects as ``str``.
+
+    One shared encoder: ``json.dumps`` with any option builds a new encoder per call, which
+    was a tenth of specrun's CPU per case on the result path. Raises ``ValueError``,
+    ``TypeError`` or ``RecursionError`` for what JSON cannot hold (NaN, a cycle, a tuple key, a
+    5,000-digit integer, nesting deeper than the interpreter's recursion limit).
+    """
+    return _JSON_TEXT.encode(value)
+
+
+def json_line(value: Any) -> str:
+    """``to_json(value)``, also checked to be valid UTF-8 (a lone surrogate is not)."""
+    text = to_json(value)
+    if not text.isascii():
+        text.encode("utf-8")  # raises UnicodeEncodeError (a ValueError) for a lone surrogate
+    return text
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "MISSING"  # unpickled (in an executor's worker) as this module's one MISSING, so `is` holds
+
+
+MISSING: Any = _Missing()
+"""Marks a value that is absent, as opposed to JSON ``null``."""
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
+
+
+def extract_json(text: str) -> Any:
+    """JSON from the whole text, a fenced code block, or the first object/array in prose.
+
+    Returns ``MISSING`` when there is none.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return MISSING
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    for block in _FENCE.findall(text):
+        try:
+            return json.loads(block)
+        except ValueError:
+            continue
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        return value
+    return MISSING
+
+
+@dataclass
+class Response:
+    """What the agent answered: the one model every assertion and report reads.
+
+    ``content`` is text, or structured output (a dict or list) when the agent returned one.
+    ``warnings`` say why a target doubts what it read (shown on the case and in its record).
+    """
+
+    content: Any = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    latency_ms: float | None = None
+    raw: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    @cached_property
+    def text(self) -> str:
+        """The output as text; structured output as its JSON text."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return to_json(self.content)
+
+    @cached_property
+    def json(self) -> Any:
+        """Structured output, or JSON found in the text; ``MISSING`` when there is none."""
+        if self.content is not None and not isinstance(self.content, str):
+            return self.content
+        return extract_json(self.text)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"output": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [t.to_dict() for t in self.tool_calls]
+        if self.usage is not None:
+            data["usage"] = self.usage.to_dict()
+        return data
+
+
+def as_response(value: Any) -> Response:
+    """Coerce what a target returned (a str, dict, list, or Response) into a ``Response``."""
+    if isinstance(value, Response):
+        return value
+    if value is None or isinstance(value, str | dict | list | int | float | bool):
+        return Response(content=value)
+    raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
+
+
+@dataclass(slots=True)
+class Location:
+    """Where a node of a suite file is: file, 1-based line and column, and its field path."""
+
+    file: str
+    line: int = 1
+    column: int = 1
+    pointer: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(slots=True)
+class Assertion:
+    """One assertion: its type, the type's own parameters, and the envelope fields."""
+
+    type: str
+    params: dict[str, Any] = field(default_factory=dict)
+    negate: bool = False
+    message: str | None = None
+    location: Location | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, **self.params}
+        if self.negate:
+            data["negate"] = True
+        if self.message:
+            data["message"] = self.message
+        return data
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """A dynamic-mode milestone: reached when its assertion passes after its ``after`` ones."""
+
+    id: str
+    assertion: Assertion
+    description: str | None = None
+    after: list[str] = field(default_factory=list)
+    required: bool = True
+
+
+@dataclass(slots=True)
+class Case:
+    """One test case, fully resolved (suite defaults merged, files read)."""
+
+    id: str
+    location: Location
+    input: list[Message] = field(default_factory=list)
+    name: str | None = None
+    expected: Any = MISSING
+    assertions: list[Assertion] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    before: str | None = None
+    after: str | None = None
+    user: str | None = None
+    team: str | None = None
+    locale: str | None = None
+    client_type: str | None = None
+    client_ip: str | None = None
+    referer: str | None = None
+    accept: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: bool | str = False
+    timeout: float | None = None
+    tags: list[str] = field(default_factory=list)
+    min_pass_rate: float | None = None
+    simulator: dict[str, Any] | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    max_turns: int | None = None
+    suite: Suite | None = field(default=None, repr=False, compare=False)
+    target: str | dict[str, Any] | None = None  # this case's own agent, over the suite's
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # generated cases only: what --save writes
+
+    @property
+    def dynamic(self) -> bool:
+        """True for a simulator-driven case."""
+        return self.simulator is not None or bool(self.checkpoints)
+
+    @property
+    def title(self) -> str:
+        """The name when given, else a preview of the last input message."""
+        if self.name:
+            return self.name
+        return self.input[-1].text if self.input else ""
+
+
+@dataclass
+class Suite:
+    """A file (or generated batch) of cases, with its default target."""
+
+    path: Path
+    cases: Sequence[Case] = field(default_factory=list)  # a suite file's are read from it as iterated
+    name: str | None = None
+    target: str | dict[str, Any] | None = None
+    targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
+    generated: bool = False  # made by a model or script: data only, and what --save writes
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+
+@dataclass
+class Context:
+    """What a target, hook or assertion knows of the case it serves: its environment (V1's
+    TestEnvironment: user, team, locale, client type and IP, referer, accept), its options and
+    metadata, and ``extra`` (the other keys of ``--ctx``)."""
+
+    case_id: str
+    user: str = DEFAULT_USER
+    team: str = DEFAULT_TEAM
+    locale: str = DEFAULT_LOCALE
+    metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    run: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+    client_type: str = ENVIRONMENT_DEFAULTS["client_type"]
+    client_ip: str = ENVIRONMENT_DEFAULTS["client_ip"]
+    referer: str = ENVIRONMENT_DEFAULTS["referer"]
+    accept: str = ENVIRONMENT_DEFAULTS["accept"]
+
+    def to_dict(self) -> dict[str, Any]:
+        # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.
+        return {
+            **self.extra,
+            "case_id": self.case_id,
+            **{name: getattr(self, name) for name in ENVIRONMENT_DEFAULTS},
+            "metadata": self.metadata,
+            "options": self.options,
+            "run": self.run,
+        }

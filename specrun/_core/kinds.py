@@ -1,0 +1,371 @@
+"""The kinds of things a plugin contributes: assertion types, targets, sources, simulators, reporters.
+
+A plugin subclasses one of these, sets ``name`` and ``params_schema`` (the JSON Schema
+``properties`` of its own parameters, plus ``required``), and registers the class from the
+matching hook in :mod:`specrun._core.hookspecs`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .._run.services import Services
+from .data import Assertion, Case, Context, Message, Response, Suite, Usage
+from .errors import EvaluationError
+from .redact import expand_env
+from .results import Result, RunInfo
+
+if TYPE_CHECKING:
+    from .._load.loader import Loader
+    from .._project.project import Project
+    from .._run.runner import Job, Runner
+
+
+class Plugin:
+    """Common to every kind: a unique ``name`` and the JSON Schema of its parameters."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    params_schema: ClassVar[dict[str, Any]] = {"properties": {}}
+    needs_model: ClassVar[bool] = False  # True when it calls a model: the run then preloads litellm
+    label_params: ClassVar[tuple[str, ...]] = ()  # parameters naming what it runs (a script, an agent)
+
+    @classmethod
+    def label(cls, params: Mapping[str, Any]) -> str:
+        """How messages name one configured use: the name, then the first ``label_params``
+        value given (``script checks.py:total``, ``agent reviewer``)."""
+        given = next((params[p] for p in cls.label_params if isinstance(params.get(p), str)), None)
+        return f"{cls.name} {given}" if given else cls.name
+
+
+# -- assertions -------------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """What an assertion decided. ``passed`` is the raw verdict; ``negate`` is applied by the engine."""
+
+    passed: bool
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
+    error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
+
+
+def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
+    """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
+    or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
+    number (not a boolean) or None. A verdict is never guessed from a truthy value."""
+    if not isinstance(passed, bool):
+        raise EvaluationError(f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+    ):
+        raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
+    return passed, score
+
+
+@dataclass
+class Check:
+    """What an assertion sees: the response, the case, the context and the run's services."""
+
+    response: Response
+    case: Case
+    context: Context
+    services: Services | None = None  # model calls, project agents and config; None outside a run
+    messages: list[Message] = field(default_factory=list)
+
+
+class AssertionType(Plugin):
+    """An assertion type. ``evaluate`` returns a ``Verdict`` or raises ``EvaluationError``.
+
+    ``problems`` finds mistakes that a schema cannot (a bad regex) before anything runs;
+    ``data_only`` is False for types that run code or read files, which generated cases may not use;
+    ``agent_params`` names the parameters that name a project agent the type calls (``use``):
+    generated cases may name only the agents ``specrun.yaml`` allows there;
+    ``expected_param``, set on one installed type, makes it what a case's bare ``expected``
+    means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
+    ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
+    ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
+    the type's built-in validator).
+    """
+
+    data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
+    expected_param: ClassVar[str | None] = None
+    validator_param: ClassVar[str | None] = None
+
+    def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
+        """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
+        return ()
+
+    @classmethod
+    def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
+        """Whether this assertion will call a model, as far as its parameters and the project
+        config (``specrun.yaml``) tell before the run: the run preloads litellm when one will."""
+        return cls.needs_model
+
+    @classmethod
+    def reads_expected(cls, assertion: Assertion) -> bool:
+        """Whether this assertion checks the case's ``expected`` (``match`` without its own, ``script``):
+        a case whose ``expected`` no assertion reads is rejected, never silently unchecked."""
+        return False
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        raise NotImplementedError
+
+
+# -- targets ----------------------------------------------------------------------------------
+
+
+class Session:
+    """One conversation with the agent under test (one per case and run).
+
+    ``send`` receives the whole conversation so far, ending with the newest user message; a
+    stateless session resends it, a stateful one (a process) sends only what it has not seen.
+    """
+
+    async def send(self, messages: list[Message]) -> Response:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what the session holds (a process, a connection)."""
+
+
+class Target(Plugin):
+    """A kind of agent under test. Built once per run from its config mapping.
+
+    Stateless targets implement ``respond``; stateful ones override ``session``. In the config
+    keys listed in ``env_fields``, ``${NAME}`` is replaced by environment variable ``NAME``,
+    whose value is then masked in every output (``specrun._core.redact``). ``command_param``, set on
+    one installed target, makes it the one that runs a CLI agent given as a command (the Python
+    test API's ``Test("demo.py")``): its config is then ``{<command_param>: argv}`` plus
+    ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
+    """
+
+    env_fields: ClassVar[tuple[str, ...]] = ()
+    command_param: ClassVar[str | None] = None
+
+    def __init__(self, config: dict[str, Any], base_dir: Path):
+        self.unset_env: list[tuple[str, str]] = []
+        self.config = {k: expand_env(v, k, self.unset_env) if k in self.env_fields else v for k, v in config.items()}
+        self.base_dir = base_dir
+
+    @classmethod
+    def from_spec(cls, spec: str) -> dict[str, Any] | None:
+        """The config (without ``type``) of an agent given as the string ``spec`` (``-n``, an
+        agent file's ``target``) when this target claims it (``python:mod:func``, a URL), else None."""
+        return None
+
+    def problems(self) -> Iterable[tuple[str, str]]:
+        """Yield ``(field, message)`` for mistakes found before the run (a missing module).
+
+        Overrides yield from this one: it reports unset ``${NAME}`` variables.
+        """
+        for where, name in self.unset_env:
+            yield where, f"environment variable {name} is not set"
+
+    async def respond(self, messages: list[Message], context: Context) -> Response:
+        raise NotImplementedError
+
+    def session(self, context: Context) -> Session:
+        return _StatelessSession(self, context)
+
+    async def aclose(self) -> None:
+        """Release what the target holds for the run (a connection pool)."""
+
+
+class _StatelessSession(Session):
+    def __init__(self, target: Target, context: Context):
+        self.target = target
+        self.context = context
+
+    async def send(self, messages: list[Message]) -> Response:
+        return await self.target.respond(messages, self.context)
+
+
+# -- sources ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SourceContext:
+    """What a source may use: the loader (validates case data), the project, and model services."""
+
+    loader: Loader
+    project: Project
+    services: Services | None = None
+    target_agent: str | None = None
+
+
+class Source(Plugin):
+    """Where cases come from.
+
+    ``-i NAME:spec`` goes to the source called ``NAME``; a spec with no known prefix goes to
+    the first source (by ascending ``priority``) whose ``claims(spec)`` is true. ``load``
+    returns suites, validated through ``context.loader`` (``load_data(..., generated=True)``
+    for model-made cases, which are data only).
+    """
+
+    priority: ClassVar[int] = 100
+
+    @classmethod
+    def claims(cls, spec: str) -> bool:
+        """True when this source takes a spec that has no ``name:`` prefix."""
+        return False
+
+    async def load(self, spec: str, context: SourceContext) -> list[Suite]:
+        raise NotImplementedError
+
+
+# -- simulators -------------------------------------------------------------------------------
+
+
+@dataclass
+class SimulatorTurn:
+    """What a simulated user says next."""
+
+    message: str
+    goal_achieved: bool = False
+    reasoning: str | None = None
+    usage: Usage | None = None  # tokens and cost the simulator spent on this turn
+
+
+@dataclass
+class SimulatorState:
+    """What a simulator knows when asked for the next user message."""
+
+    case: Case
+    conversation: list[Message]
+    turn: int
+    max_turns: int
+    reached: list[str]
+    pending: list[str]
+    context: Context
+    services: Services | None = None
+
+
+class Simulator(Plugin):
+    """A simulated user for dynamic cases; built once per case from the case's ``simulator``.
+
+    As for assertion types, ``data_only`` is False for simulators that run code or read files
+    (generated cases may not use them), and ``agent_params`` names the parameters that name a
+    project agent it calls (generated cases may name only the agents ``specrun.yaml`` allows).
+    ``shorthand``, set on one installed simulator, names the parameter that makes a config
+    without ``type`` this simulator's (``{use: id}``), and that ``--simulator ID`` fills.
+    """
+
+    data_only: ClassVar[bool] = True
+    agent_params: ClassVar[tuple[str, ...]] = ()
+    shorthand: ClassVar[str | None] = None
+
+    def __init__(self, config: dict[str, Any], base_dir: Path):
+        self.config = config
+        self.base_dir = base_dir
+
+    async def next_turn(self, state: SimulatorState) -> SimulatorTurn:
+        raise NotImplementedError
+
+
+# -- reporters --------------------------------------------------------------------------------
+
+
+class Reporter(Plugin):
+    """Writes results somewhere. ``extensions`` pick it from the ``-o`` file name.
+
+    A reporter is a plugin of one run: registered for the run, it implements the lifecycle
+    hooks of :mod:`specrun._core.hookspecs` by name (no ``@hookimpl`` needed), taking any subset of
+    their arguments. ``run_started`` and ``case_finished`` are called as the run goes (stream
+    if you can); ``run_finished`` gets the summary and the path of the JSONL result stream,
+    which a whole-file reporter reads back so that no result need be kept in memory.
+
+    ``by_agent`` marks the reporter that writes every ``-o`` file but the stream when ``-r
+    agents:ID`` is given (its options then hold ``agent``, ``call_agent``, ``verbose``).
+    ``-r report.NAME`` picks a reporter by its ``name`` or one of its ``aliases``.
+    """
+
+    extensions: ClassVar[tuple[str, ...]] = ()
+    aliases: ClassVar[tuple[str, ...]] = ()
+    by_agent: ClassVar[bool] = False
+
+    def __init__(self, path: Path, options: dict[str, Any] | None = None):
+        self.path = path
+        self.options = options or {}
+
+    def run_started(self, info: RunInfo) -> None:
+        """The run begins."""
+
+    def case_finished(self, result: Result) -> None:
+        """One result is final."""
+
+    def run_finished(self, summary: dict[str, Any], stream: Path) -> Any:
+        """The run ended (``summary['interrupted']`` when cut short). May be ``async``."""
+
+
+# -- executors --------------------------------------------------------------------------------
+
+
+class CaseCancelled(Exception):
+    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
+
+    def __init__(self, result: Result):
+        self.result = result
+
+
+class Executor(Plugin):
+    """Where a run's cases execute: ``local`` on this process's event loop, others elsewhere
+    (``ray``: as tasks on a cluster). Built once per run with the runner and its options (the
+    ``executor:`` mapping of ``specrun.yaml`` less ``type``).
+
+    Everything around a case stays with the runner, whatever the executor: scheduling at
+    ``--parallel``, BeforeAll/AfterAll, ``--fail-fast``, interrupts, and reporting each result
+    to the console, the stream and the reports. An executor that runs a case elsewhere runs
+    it there as ``local`` would (``specrun.plugin.RemoteRun`` rebuilds the run in a worker)
+    and hands back the result.
+    """
+
+    def __init__(self, runner: Runner, options: dict[str, Any]):
+        self.runner = runner
+        self.options = options
+
+    async def start(self, jobs: list[Job]) -> None:
+        """Get ready for ``jobs`` (connect, ship the project); called once, before BeforeAll."""
+
+    def parallel(self) -> int:
+        """Cases at once when neither ``--parallel`` nor ``specrun.yaml`` says."""
+        return 1
+
+    async def run(self, job: Job) -> Result:
+        """Run one case once and return its final (sealed) result. When the task is cancelled
+        (``--fail-fast``, an interrupt), stop the case and raise ``CaseCancelled`` with
+        ``runner.cancelled(job, duration_ms)``."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release what ``start`` took; called once the last case is done."""
+
+
+__all__ = [
+    "AssertionType",
+    "CaseCancelled",
+    "Check",
+    "Executor",
+    "Plugin",
+    "Reporter",
+    "Session",
+    "Simulator",
+    "SimulatorState",
+    "SimulatorTurn",
+    "Source",
+    "SourceContext",
+    "Suite",
+    "Target",
+    "Verdict",
+    "checked_verdict",
+]

@@ -1,0 +1,252 @@
+"""What a run produces: each assertion's and each case's result, and what the run was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .data import (
+    DEFAULT_LOCALE,
+    DEFAULT_TEAM,
+    DEFAULT_TIMEOUT,
+    DEFAULT_USER,
+    MISSING,
+    Case,
+    Context,
+    Response,
+    Status,
+    Usage,
+    json_line,
+)
+from .redact import redact_json
+
+
+@dataclass
+class AssertionResult:
+    """The verdict of one assertion; ``error`` when no verdict could be reached."""
+
+    type: str
+    status: Status
+    message: str = ""
+    expected: Any = None
+    actual: Any = None
+    score: float | None = None
+    details: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "status": self.status}
+        if self.message:
+            data["message"] = self.message
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.actual is not None:
+            data["actual"] = self.actual
+        if self.score is not None:
+            data["score"] = self.score
+        if self.details:
+            data["details"] = self.details
+        return data
+
+
+@dataclass
+class Result:
+    """The outcome of one run of one case."""
+
+    case: Case = field(repr=False)
+    status: Status
+    duration_ms: float = 0.0
+    run: int = 1
+    response: Response | None = None
+    error: str | None = None
+    assertions: list[AssertionResult] = field(default_factory=list)
+    turns: list[dict[str, Any]] | None = None
+    checkpoints: list[dict[str, Any]] | None = None
+    usage: Usage | None = None
+    context: Context | None = field(default=None, repr=False)
+    agent: str | None = None  # the id of the agent that ran it (runs may test several)
+    cached: bool = False  # every cacheable model call of the case (judges, simulators) was a cache hit
+    flaky: bool = False  # the case is flaky in the run history (see specrun._history.store)
+    _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+    _line: str = field(default="", init=False, repr=False, compare=False)
+    _public: str | None = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
+        """A result sealed elsewhere (an executor's worker), from its record and line: what the
+        runner reports is that record and line as they were made."""
+        assertions = [AssertionResult(**a) for a in record.get("assertions") or []]
+        output, calls = record.get("output"), record.get("tool_calls")
+        result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
+        result.error, result.assertions = record.get("error"), assertions
+        result.response = Response(content=output) if output is not None or calls else None
+        result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
+        result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
+        result._record, result._line = record, line
+        return result
+
+    def seal(self) -> None:
+        """Make the result final: build its record and strict JSON line, once.
+
+        A part that strict JSON cannot hold (NaN, a cycle, a lone surrogate, a tuple key, a
+        5,000-digit integer, a 100,000-deep dict) is recorded as null, and the result becomes an
+        ``error`` that names it: the bad output fails its own case and never costs the stream
+        (or any other result) a line. The runner seals each result as soon as it is made.
+        """
+        if self._record is not None:
+            return
+        record = self.to_dict()
+        try:
+            self._line = json_line(record)
+        except Exception:  # RecursionError included
+            problems: list[str] = []
+            record = _encodable(record, "", problems, depth=3)
+            shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+            why = f"the result cannot be written as JSON; recorded as null: {shown}"
+            self.status = "error"
+            self.error = f"{record['error']}; {why}" if record.get("error") else why
+            record.update(status=self.status, error=self.error)
+            self._line = json_line(record)
+        self._record = record
+
+    def record(self) -> dict[str, Any]:
+        """The ``result`` record (see ``seal``); the stream, the aggregator and every observer
+        read this same record."""
+        self.seal()
+        assert self._record is not None
+        return self._record
+
+    @property
+    def line(self) -> str:
+        """The record as one line of strict JSON (see ``seal``)."""
+        self.seal()
+        return self._line
+
+    @property
+    def public_line(self) -> str:
+        """``line`` with every secret masked (``redact_json``), as the stream and the run history
+        write it; masked once for both."""
+        if self._public is None:
+            self._public = redact_json(self.line)
+        return self._public
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""
+        case = self.case
+        data: dict[str, Any] = {"type": "result", "id": case.id}
+        if case.name:
+            data["name"] = case.name
+        data.update(status=self.status, run=self.run, duration_ms=round(self.duration_ms, 1))
+        if self.agent is not None:
+            data["agent"] = self.agent
+        data["input"] = [m.to_dict() for m in case.input] if case.input else None
+        if case.expected is not MISSING:
+            data["expected"] = case.expected
+        data["output"] = self.response.content if self.response else None
+        if self.response and self.response.tool_calls:
+            data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
+        data["error"] = self.error
+        if self.response and self.response.warnings:
+            data["warnings"] = self.response.warnings
+        data["assertions"] = [a.to_dict() for a in self.assertions]
+        failing = [a for a in self.assertions if a.status in ("failed", "error")]
+        if failing:  # V2's field: the messages alone, for a quick look
+            data["assertion_errors"] = [f"{a.type}: {a.message or a.status}" for a in failing]
+        if self.turns is not None:
+            data["turns"] = self.turns
+            data["checkpoints"] = self.checkpoints or []
+            data["total_turns"] = len(self.turns)
+        if self.usage is not None:
+            data["usage"] = self.usage.to_dict()
+        if self.cached:
+            data["cached"] = True
+        if self.flaky:
+            data["flaky"] = True
+        if case.tags:
+            data["tags"] = case.tags
+        if case.min_pass_rate is not None:
+            data["min_pass_rate"] = case.min_pass_rate
+        data["file"] = case.location.file
+        data["line"] = case.location.line
+        return data
+
+
+def _encodable(value: Any, path: str, problems: list[str], depth: int) -> Any:
+    """``value`` with each part that strict JSON cannot hold replaced by None and listed in
+    ``problems``; dicts and lists are searched ``depth`` levels deep for those parts."""
+    try:
+        json_line(value)
+        return value
+    except Exception as exc:
+        failure = exc
+    if depth > 0 and isinstance(value, dict) and _encodes(list(value)):
+        return {k: _encodable(v, f"{path}.{k}" if path else k, problems, depth - 1) for k, v in value.items()}
+    if depth > 0 and isinstance(value, list):
+        return [_encodable(v, f"{path}[{i}]", problems, depth - 1) for i, v in enumerate(value)]
+    message = f"{path or 'value'} ({type(failure).__name__}: {failure}"[:300] + ")"
+    problems.append(message.encode("utf-8", "backslashreplace").decode("utf-8"))
+    return None
+
+
+def _encodes(keys: list[Any]) -> bool:
+    try:
+        json_line(keys)
+    except Exception:
+        return False
+    return all(isinstance(k, str) for k in keys)
+
+
+def utc_timestamp() -> str:
+    """Now, in the one timestamp format of streams and reports: UTC to the second, as the seeds
+    write it (``2025-12-25T10:00:00Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class RunInfo:
+    """What a run is: shown in the console header and written as the report's metadata."""
+
+    agent_id: str | None = None
+    agents: list[str] = field(default_factory=list)  # every agent the run tests (a matrix when several)
+    target: str | None = None
+    connector: str | None = None
+    inputs: list[str] = field(default_factory=list)
+    total_cases: int = 0
+    runs: int = 1
+    parallel: int = 1
+    timeout: float = DEFAULT_TIMEOUT
+    user: str = DEFAULT_USER
+    team: str = DEFAULT_TEAM
+    locale: str = DEFAULT_LOCALE
+    simulator: str | None = None
+    started_at: str = ""  # utc_timestamp()
+    agent_path: str | None = None  # the folder of the agent under test, when there is one agent file
+    mode: str = "standard"  # "dynamic" when every case is (the console's header says so)
+    project_root: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    shard: dict[str, Any] | None = None  # --shard: which part of which selection (see specrun._run.shard)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "agent_id": self.agent_id,
+            **({"agents": self.agents} if len(self.agents) > 1 else {}),
+            "agent_path": self.agent_path,
+            "target": self.target,
+            "connector": self.connector,
+            "inputs": self.inputs,
+            "total_cases": self.total_cases,
+            "runs": self.runs,
+            "parallel": self.parallel,
+            "timeout_s": self.timeout,
+            "environment": {"user_id": self.user, "team_id": self.team, "locale": self.locale},
+            "started_at": self.started_at,
+            "timestamp": self.started_at,  # V1's name for it
+        }
+        if self.shard is not None:
+            data["shard"] = self.shard
+        return data

@@ -1,0 +1,159 @@
+"""``specrun merge``: join the result streams of a run's shards into one stream and its reports.
+
+Each shard's stream records which part of which selection it ran (``shard`` in its ``start``
+line, see :mod:`specrun._run.shard`). ``merge`` refuses streams that are not parts of one partition
+(other suites, filters or agents, another split, another ``--runs`` or gate) and shards that
+overlap, with a ``UsageError`` naming the files; it then writes one stream, with a ``start``
+line for the whole selection and a ``summary`` recomputed from every result, from which the
+``-o`` reports are written as a run writes them. A missing shard, a shard cut short (no
+summary line) or one that could not write every result makes the merged run ``incomplete``;
+an interrupted shard makes it interrupted: its exit code is never that of a complete run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .._core.errors import UsageError
+from .._report.stability import Aggregator, iter_stream
+
+
+@dataclass
+class Part:
+    """One stream to merge: its start line, the shards it covers, its summary line if any."""
+
+    path: Path
+    start: dict[str, Any]
+    shards: list[int]
+    summary: dict[str, Any] | None = None
+
+    @property
+    def shard(self) -> dict[str, Any]:
+        return self.start["shard"]
+
+
+def read_part(path: Path) -> Part:
+    """A stream's start line, checked to be a shard's; a ``UsageError`` otherwise."""
+    if not path.is_file():
+        raise UsageError(f"{path}: no such result stream")
+    first = next((record for _, record in iter_stream(path)), None)
+    if not isinstance(first, dict) or first.get("type") != "start":
+        raise UsageError(f"{path}: not a specrun result stream (.jsonl): its first line is no start record")
+    shard = first.get("shard")
+    if not isinstance(shard, dict):
+        raise UsageError(f"{path}: not a shard's stream: its run had no --shard I/N")
+    try:
+        count, selected = int(shard["count"]), int(shard["selected"])
+        shards = [int(i) for i in shard.get("indexes") or [shard["index"]]]
+        str(shard["selection"]), str(shard["partition"])
+    except (KeyError, TypeError, ValueError) as exc:
+        expected = "index, count, selected, selection, partition"
+        raise UsageError(f"{path}:1: field shard: expected {expected} ({exc})") from None
+    if count < 1 or selected < 0 or not all(1 <= i <= count for i in shards):
+        raise UsageError(f"{path}:1: field shard: shard {shards} of {count} is out of range")
+    return Part(path, first, shards)
+
+
+_RUN = "merge the shards of one run"
+_CHECKS: list[tuple[str, Any, str, bool]] = [  # what must agree, how to read it, why, show the values
+    (
+        "ran different selections of cases",
+        lambda p: p.shard["selection"],
+        "other suites, --run filters or agents (or other versions of them); " + _RUN,
+        False,
+    ),
+    ("are parts of different splits", lambda p: p.shard["count"], "their --shard counts differ", True),
+    (
+        "split the cases differently",
+        lambda p: p.shard["partition"],
+        "their shards were balanced by different duration histories; give every shard job the same"
+        " .specrun/history.db, or none",
+        False,
+    ),
+    ("ran with different --runs", lambda p: p.start.get("runs") or 1, _RUN, True),
+    ("ran with different --min-pass-rate", lambda p: (p.summary or {}).get("min_pass_rate"), _RUN, True),
+]
+
+
+def check_parts(parts: list[Part]) -> None:
+    """Every part belongs to one partition of one selection, and no two overlap."""
+    first = parts[0]
+    for part in parts[1:]:
+        for what, value, why, show in _CHECKS:
+            if value(part) != value(first):
+                values = f" ({value(first)} and {value(part)})" if show else ""
+                raise UsageError(f"{first.path} and {part.path} {what}{values}: {why}")
+    owner: dict[int, Part] = {}
+    for part in parts:
+        for index in part.shards:
+            if index in owner:
+                count = part.shard["count"]
+                raise UsageError(
+                    f"{owner[index].path} and {part.path} both hold shard {index}/{count}: overlapping shards"
+                )
+            owner[index] = part
+
+
+def merge(paths: list[Path], out: IO[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Merge the shard streams at ``paths`` into ``out`` (a JSONL stream); return its start and
+    summary lines. Every result line is copied as it was written (already redacted)."""
+    from .diff import load_side
+
+    for path in paths:
+        load_side(path)  # every field a report reads is of the right type, no case twice
+    parts = [read_part(path) for path in paths]
+    for part in parts:
+        part.summary = next((r for _, r in iter_stream(part.path) if r.get("type") == "summary"), None)
+    check_parts(parts)
+    first = parts[0].start
+    shard = parts[0].shard
+    covered = sorted(i for p in parts for i in p.shards)
+    runs = int(first.get("runs") or 1)
+    agents = sorted({a.strip() for p in parts for a in str(p.start.get("agent_id") or "").split(",") if a.strip()})
+    start = {
+        **first,
+        "agent_id": ", ".join(agents),
+        "total_cases": shard["selected"],
+        "started_at": min(str(p.start.get("started_at") or "") for p in parts),
+        "shard": {**{k: v for k, v in shard.items() if k != "index"}, "indexes": covered},
+    }
+    out.write(json.dumps(start, ensure_ascii=False) + "\n")
+    gate = (parts[0].summary or {}).get("min_pass_rate")
+    aggregator = Aggregator(gate, runs)
+    holder: dict[tuple[str, str], Path] = {}
+    for part in parts:
+        for _, record in iter_stream(part.path):
+            if record.get("type", "result") != "result":
+                continue
+            key = (str(record.get("file") or ""), str(record.get("id")))
+            if holder.setdefault(key, part.path) != part.path:
+                raise UsageError(f"case {key[1]!r} of {key[0]} is in {holder[key]} and {part.path}: overlapping shards")
+            aggregator.add(record)
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    incomplete = _incomplete(parts, covered, int(shard["count"]))
+    durations = [float(p.summary["duration_ms"]) for p in parts if p.summary and p.summary.get("duration_ms")]
+    interrupted = any((p.summary or {}).get("interrupted") for p in parts)
+    summary = aggregator.summary(max(durations) if durations else None, interrupted)
+    recorded = summary["total_runs"]
+    summary = {"type": "summary", **summary, "not_run": max(0, int(shard["selected"]) * runs - recorded)}
+    if incomplete:
+        summary["incomplete"] = "; ".join(incomplete)
+    out.write(json.dumps(summary, ensure_ascii=False) + "\n")
+    return start, summary
+
+
+def _incomplete(parts: list[Part], covered: list[int], count: int) -> list[str]:
+    """Why the merged run lacks results: missing shards, shards cut short or incomplete."""
+    reasons = []
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in covered]
+    if missing:
+        reasons.append(f"shard{'s' * (len(missing) > 1)} {', '.join(missing)} not merged")
+    for part in parts:
+        if part.summary is None:
+            reasons.append(f"{part.path} has no summary line (its run was killed or had not finished)")
+        elif part.summary.get("incomplete"):
+            reasons.append(f"{part.path}: {part.summary['incomplete']}")
+    return reasons

@@ -1,0 +1,499 @@
+"""Per-case and run statistics over repeated runs, computed as result records stream in.
+
+The input is the ``result`` record of the JSONL stream (``Result.to_dict()``). An
+``Aggregator`` keeps a few numbers per case (counts, a running mean and variance of durations,
+one 16-byte hash per distinct output, token totals) and never an output itself, so the runner
+(exit code, console) and the reporters (which re-read the stream file) can share it whatever
+the size of the run. Definitions are in ``docs/reports.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._core.data import TIMEOUT_ERROR, to_json
+from .._core.errors import UsageError
+from .._run.matrix import matrix
+from .display import shorten
+from .totals import Totals
+
+STABLE = "Stable"
+MOSTLY_STABLE = "Mostly Stable"
+UNSTABLE = "Unstable"
+HIGHLY_UNSTABLE = "Highly Unstable"
+SKIPPED = "Skipped"
+
+REASON_CHARS = 300
+
+
+def classify(pass_rate: float | None) -> str:
+    """Stable at 100, Mostly Stable from 80, Unstable from 50, Highly Unstable below 50."""
+    if pass_rate is None:
+        return SKIPPED
+    if pass_rate >= 100:
+        return STABLE
+    if pass_rate >= 80:
+        return MOSTLY_STABLE
+    if pass_rate >= 50:
+        return UNSTABLE
+    return HIGHLY_UNSTABLE
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
+    try:
+        return _CANONICAL.encode(value)
+    except TypeError:  # keys of mixed types (1 and "a") cannot be sorted: compare them as JSON has them
+        return _CANONICAL.encode(json.loads(to_json(value)))
+
+
+def normalize_output(value: Any) -> str:
+    """Text lowercased with whitespace collapsed; structured output as canonical JSON."""
+    if isinstance(value, str):
+        return " ".join(value.lower().split())
+    return canonical_json(value)
+
+
+def _calls(calls: Any) -> list[list[Any]]:
+    if not isinstance(calls, list):
+        return []
+    return [[c.get("name"), c.get("arguments") or {}] if isinstance(c, dict) else [str(c), {}] for c in calls]
+
+
+def fingerprint(record: dict[str, Any]) -> bytes:
+    """A 16-byte hash of what the agent produced in one run.
+
+    Covers the normalised output, the tool calls (name and arguments, in order; not their
+    results) and, in dynamic mode, the output and tool calls of every turn.
+    """
+    parts: list[Any] = [normalize_output(record.get("output")), _calls(record.get("tool_calls"))]
+    for turn in record.get("turns") or []:
+        if isinstance(turn, dict):
+            parts.append([normalize_output(turn.get("output")), _calls(turn.get("tool_calls"))])
+    return hashlib.blake2b(canonical_json(parts).encode("utf-8", "replace"), digest_size=16).digest()
+
+
+def failure_reason(record: dict[str, Any]) -> str | None:
+    """Why a run did not pass, in one short line: its error or first failing assertion."""
+    text = record.get("error")
+    if not text:
+        for a in record.get("assertions") or []:
+            if isinstance(a, dict) and a.get("status") in ("failed", "error"):
+                text = f"{a.get('type', '?')}: {a.get('message') or a.get('status')}"
+                break
+    if not text:
+        return None
+    text = str(text)
+    return shorten(text, REASON_CHARS)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+class CaseStats:
+    """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
+
+    __slots__ = (
+        "_m2 _mean agent completion_tokens cost errors failed file flaky has_usage id line max_ms min_ms "
+        "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
+        "tags timeouts total_ms total_tokens"
+    ).split()
+
+    def __init__(self, record: dict[str, Any], order: int, gate: float | None):
+        self.id = str(record.get("id"))
+        self.agent: str | None = record.get("agent")
+        self.name: str | None = record.get("name")
+        self.file: str = str(record.get("file") or "")
+        self.line: int = int(record.get("line") or 0)
+        self.tags: list[str] = list(record.get("tags") or [])
+        self.flaky = record.get("flaky") is True  # flaky in the run history (specrun._history.store)
+        own = record.get("min_pass_rate")
+        self.own_gate: float | None = float(own) if own is not None else None
+        self.min_pass_rate: float | None = self.own_gate if own is not None else gate
+        self.order = order
+        self.passed = self.failed = self.errors = self.skipped = 0
+        self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)
+        self._mean = self._m2 = self.total_ms = 0.0
+        self.min_ms = math.inf
+        self.max_ms = -math.inf
+        self.outputs: Counter[bytes] = Counter()
+        self.prompt_tokens = self.completion_tokens = self.total_tokens = 0
+        self.cost: float | None = None
+        self.has_usage = False
+        self.reason: str | None = None
+        self.offsets: array[int] | None = None
+
+    def add(self, record: dict[str, Any], offset: int | None = None) -> None:
+        if offset is not None:
+            if self.offsets is None:
+                self.offsets = array("q")
+            self.offsets.append(offset)
+        usage = record.get("usage")
+        if isinstance(usage, dict):
+            self.has_usage = True
+            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.total_tokens += int(usage.get("total_tokens") or 0)
+            if usage.get("cost") is not None:
+                self.cost = (self.cost or 0.0) + float(usage["cost"])
+        status = record.get("status")
+        if status == "skipped":
+            self.skipped += 1
+            return
+        if status == "passed":
+            self.passed += 1
+        elif status == "failed":
+            self.failed += 1
+        else:
+            self.errors += 1
+            self.timeouts += str(record.get("error") or "").startswith(TIMEOUT_ERROR)
+        if status != "passed" and self.reason is None:
+            self.reason = failure_reason(record)
+        ms = float(record.get("duration_ms") or 0.0)
+        self.total_ms += ms
+        n = self.runs  # Welford: a running population variance without keeping the durations
+        delta = ms - self._mean
+        self._mean += delta / n
+        self._m2 += delta * (ms - self._mean)
+        self.min_ms = min(self.min_ms, ms)
+        self.max_ms = max(self.max_ms, ms)
+        self.outputs[fingerprint(record)] += 1
+
+    @property
+    def runs(self) -> int:
+        """Runs that reached a verdict or an error (skipped runs are not counted)."""
+        return self.passed + self.failed + self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        return None if not self.runs else 100.0 * self.passed / self.runs
+
+    @property
+    def consistency(self) -> float | None:
+        """Share of runs whose output equals the most common output (1.0: all identical)."""
+        if not self.runs:
+            return None
+        return max(self.outputs.values()) / self.runs
+
+    @property
+    def stable(self) -> bool:
+        return self.runs > 0 and self.passed == self.runs
+
+    @property
+    def classification(self) -> str:
+        if not self.runs:
+            return SKIPPED
+        return STABLE if self.stable else classify(min(self.pass_rate or 0.0, 99.99))
+
+    @property
+    def status(self) -> str:
+        """The verdict: every run passed, or the pass rate meets the gate when there is one.
+
+        A case none of whose runs passed never passes, whatever gate a suite or a stream says.
+        """
+        if not self.runs:
+            return "skipped"
+        if self.min_pass_rate is not None:
+            ok = self.passed > 0 and (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
+        else:
+            ok = self.stable
+        if ok:
+            return "passed"
+        return "failed" if self.failed else "error"
+
+    @property
+    def std_deviation_ms(self) -> float | None:
+        return math.sqrt(self._m2 / self.runs) if self.runs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id}
+        if self.name:
+            data["name"] = self.name
+        if self.agent is not None:
+            data["agent"] = self.agent
+        data.update(
+            status=self.status,
+            runs=self.runs,
+            passed=self.passed,
+            failed=self.failed,
+            errors=self.errors,
+            skipped=self.skipped,
+            pass_rate=_round(self.pass_rate, 1),
+            consistency=_round(self.consistency, 2),
+            distinct_outputs=len(self.outputs),
+            stable=self.stable,
+            classification=self.classification,
+            avg_duration_ms=_round(self._mean if self.runs else None, 1),
+            min_duration_ms=_round(self.min_ms if self.runs else None, 1),
+            max_duration_ms=_round(self.max_ms if self.runs else None, 1),
+            std_deviation_ms=_round(self.std_deviation_ms, 1),
+            total_duration_ms=round(self.total_ms, 1),
+        )
+        if self.min_pass_rate is not None:
+            data["min_pass_rate"] = self.min_pass_rate
+        if self.reason:
+            data["reason"] = self.reason
+        if self.flaky:
+            data["flaky"] = True
+        if self.has_usage:
+            data["usage"] = self.usage()
+        data["file"] = self.file
+        data["line"] = self.line
+        if self.tags:
+            data["tags"] = self.tags
+        return data
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": self.cost,
+        }
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+class Aggregator:
+    """Statistics of a run, fed one ``result`` record at a time.
+
+    ``min_pass_rate`` is the run's gate (``--min-pass-rate``); a case's own ``min_pass_rate``
+    takes precedence. ``runs`` is the configured runs per case (inferred when None). With
+    ``keep=False`` (the runner's, which needs only the summary) a case whose ``runs`` are all
+    in is added to the run's totals and dropped: memory does not grow with the run.
+    """
+
+    def __init__(self, min_pass_rate: float | None = None, runs: int | None = None, keep: bool = True):
+        self.min_pass_rate = min_pass_rate
+        self.runs = runs
+        self.keep = keep or not runs
+        self._cases: dict[tuple[str, str, str], CaseStats] = {}
+        self._done = Totals()  # the cases dropped
+        # Without keep: whether a case ran against several agents (the summary's per-agent
+        # totals), found from the hash of each (file, id) and its agent. Kept only when the run
+        # has several agents (``agents``, set by the runner) and until one such case is seen:
+        # a matrix run finds one at once, a one-agent run keeps nothing.
+        self.agents = 1
+        self._several = False
+        self._agent_of: dict[int, str] = {}
+        self._max_runs = 0
+
+    def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
+        """Count one result record; ``offset`` (its byte offset in the stream) is remembered."""
+        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
+        stats = self._cases.get(key)
+        if stats is None:
+            stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
+        stats.add(record, offset)
+        self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
+        if not self.keep:
+            self._note_agent(key)
+            if stats.runs + stats.skipped >= (self.runs or 0):
+                self._done.add(self._cases.pop(key))
+        return stats
+
+    def _note_agent(self, key: tuple[str, str, str]) -> None:
+        file, case_id, agent = key
+        if self._several or not agent or self.agents < 2:
+            return
+        pair = hash((file, case_id))
+        seen = self._agent_of.setdefault(pair, agent)
+        if seen != agent:
+            self._several = True
+            self._agent_of.clear()
+
+    def set_gate(self, min_pass_rate: float | None) -> None:
+        """Change the run's gate (cases with their own ``min_pass_rate`` keep it)."""
+        self.min_pass_rate = min_pass_rate
+        for c in self._cases.values():
+            c.min_pass_rate = c.own_gate if c.own_gate is not None else min_pass_rate
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def cases(self) -> list[CaseStats]:
+        """Every case seen, in suite order (by file, then line, then first appearance)."""
+        return sorted(self._cases.values(), key=lambda c: (c.file, c.line, c.order))
+
+    @property
+    def runs_per_case(self) -> int:
+        return self.runs if self.runs else max(self._max_runs, 1)
+
+    def summary(self, duration_ms: float | None = None, interrupted: bool = False) -> dict[str, Any]:
+        """The run summary. ``duration_ms`` is wall time (the sum of run durations when None)."""
+        t = copy.deepcopy(self._done)
+        for c in self._cases.values():
+            t.add(c)
+        measured = t.stable + t.unstable
+        executed = t.passed + t.failed + t.errors
+        data: dict[str, Any] = {
+            "total": t.cases,
+            "passed": t.verdicts["passed"],
+            "failed": t.verdicts["failed"],
+            "errors": t.verdicts["error"],
+            "skipped": t.verdicts["skipped"],
+            "total_cases": t.cases,
+            "total_runs": executed + t.skipped,
+            "runs_per_case": self.runs_per_case,
+            "runs_passed": t.passed,
+            "runs_failed": t.failed,
+            "runs_errors": t.errors,
+            "runs_skipped": t.skipped,
+            "timeouts": t.timeouts,
+            "overall_pass_rate": _pct(t.passed, executed),
+            "stable_cases": t.stable,
+            "unstable_cases": t.unstable,
+            "pass_hat_k": _pct(t.all_passed, measured),
+            "pass_at_k": _pct(t.any_passed, measured),
+            "min_pass_rate": self.min_pass_rate,
+            "duration_ms": round(t.total_ms if duration_ms is None else duration_ms, 1),
+            "interrupted": interrupted,
+        }
+        if t.usage_seen:
+            data["usage"] = t.usage
+        if self._several if not self.keep else matrix(self._cases.values()):
+            data["agents"] = t.agents.rows()
+        return data
+
+
+def case_stats(records: Iterable[dict[str, Any]], min_pass_rate: float | None = None) -> dict[str, Any]:
+    """The statistics of one case from the result records of its runs."""
+    agg = Aggregator(min_pass_rate)
+    for record in records:
+        agg.add(record)
+    cases = agg.cases()
+    if len(cases) != 1:
+        raise ValueError(f"expected the records of one case, got {len(cases)} cases")
+    return cases[0].to_dict()
+
+
+EXIT_CODES = {"passed": 0, "failed": 1, "incomplete": 3, "interrupted": 130}
+
+
+def verdict(summary: dict[str, Any]) -> tuple[str, str]:
+    """The run's outcome and its one-line label, from the summary's case verdicts.
+
+    The outcome is ``interrupted``, ``incomplete`` (results could not be written), ``failed``
+    (a case failed or errored) or ``passed``. The console's banner and the exit code are both
+    read from here, so they cannot disagree with each other or with the case counts.
+    """
+    failed, errors = summary.get("failed") or 0, summary.get("errors") or 0
+    passed, skipped = summary.get("passed") or 0, summary.get("skipped") or 0
+    counts = [f"{failed} FAILED" * bool(failed), f"{errors} ERROR{'S' * (errors > 1)}" * bool(errors)]
+    counts += [f"{passed} PASSED" * bool(passed), f"{skipped} SKIPPED" * bool(skipped)]
+    label = ", ".join(c for c in counts if c)
+    if summary.get("interrupted"):
+        return "interrupted", "INTERRUPTED: partial results written"
+    if summary.get("incomplete"):
+        return "incomplete", f"INCOMPLETE: not every result could be written ({label})"
+    if failed or errors:
+        return "failed", label
+    if not passed:
+        return "passed", f"NO TESTS RAN ({label or 'no cases'})"
+    if not skipped:
+        label = "ALL TESTS PASSED"
+    bad_runs = (summary.get("runs_failed") or 0) + (summary.get("runs_errors") or 0)
+    if bad_runs:  # cases passed by a pass-rate gate: their failing run lines were printed above
+        total = summary.get("total_runs") or 0
+        label += f" ({bad_runs} of {total} runs failed or errored, within min_pass_rate)"
+    return "passed", label
+
+
+def exit_code(summary: dict[str, Any]) -> int:
+    """The exit code of ``verdict``: 0 passed, 1 a case failed or errored, 3 results could not
+    be written, 130 interrupted (the runner says 143 after SIGTERM)."""
+    return EXIT_CODES[verdict(summary)[0]]
+
+
+# -- reading a result stream ------------------------------------------------------------------
+
+
+def iter_stream(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(byte offset, record)`` for each line of a JSONL result stream.
+
+    A last line cut short (a killed writer) is ignored; any other bad line is a ``UsageError``.
+    """
+    with open(path, "rb") as f:
+        offset = 0
+        pending: tuple[int, Exception] | None = None
+        for lineno, raw in enumerate(f, 1):
+            if pending:
+                raise UsageError(f"{path}:{pending[0]}: not a JSON record: {pending[1]}")
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                pending = (lineno, exc)
+                continue
+            if not isinstance(record, dict):
+                what = type(record).__name__
+                raise UsageError(f"{path}:{lineno}: expected a JSON object, got {what}")
+            yield start, record
+
+
+def read_at(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:
+    """The records at the given byte offsets of a stream file, in that order."""
+    with open(path, "rb") as f:
+        for offset in offsets:
+            f.seek(offset)
+            yield json.loads(f.readline())
+
+
+@dataclass
+class Stream:
+    """A scanned result stream: its start and summary lines and the aggregated cases."""
+
+    path: Path
+    start: dict[str, Any]
+    summary: dict[str, Any] | None
+    aggregator: Aggregator
+
+    def records(self, case: CaseStats) -> Iterator[dict[str, Any]]:
+        """The result records of one case, in run order."""
+        records = list(read_at(self.path, case.offsets or ()))
+        return iter(sorted(records, key=lambda r: int(r.get("run") or 0)))
+
+
+def scan(
+    path: Path, min_pass_rate: float | None = None, check: Callable[[int, dict[str, Any]], None] | None = None
+) -> Stream:
+    """Read a stream once, keeping per-case statistics and each result line's offset.
+
+    The gate is ``min_pass_rate`` when given, else the one in the stream's summary line.
+    ``check(offset, record)`` sees each record first and may reject it (a stream from elsewhere).
+    """
+    start: dict[str, Any] = {}
+    summary: dict[str, Any] | None = None
+    agg = Aggregator(min_pass_rate)
+    for offset, record in iter_stream(path):
+        if check is not None:
+            check(offset, record)
+        kind = record.get("type", "result")
+        if kind == "result":
+            agg.add(record, offset)
+        elif kind == "start":
+            start = record
+            if start.get("runs"):
+                agg.runs = int(start["runs"])
+        elif kind == "summary":
+            summary = record
+            if min_pass_rate is None and record.get("min_pass_rate") is not None:
+                agg.set_gate(float(record["min_pass_rate"]))
+    return Stream(path, start, summary, agg)

@@ -1,0 +1,77 @@
+"""A run's lifecycle hooks (``run_started``, ``case_finished``, ``run_finished``) and who gets them.
+
+Everything that watches a run is a plugin on these hooks: the installed plugins, and the run's
+own plugins (the console, the result stream, each ``-o`` reporter), registered on the plugin
+manager for the run and unregistered after it, as pytest's terminal reporter is. pluggy's
+order applies: the run's reporters first, then the installed plugins, then the stream, then
+the console (the stream's summary line is written once every report is).
+
+Each implementation is called on its own, not through one pluggy call: the first one that
+raises is kept (the run ends with exit 3 naming it) and skipped from then on, so one broken
+consumer never costs the stream, the others or the run a result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+from .._core.kinds import Reporter
+from .._project.plugin_manager import Plugins
+
+
+class Lifecycle:
+    """The lifecycle hooks of one run, with ``run_plugins`` registered while it is entered."""
+
+    def __init__(self, plugins: Plugins, run_plugins: list[object]):
+        self.manager = plugins.manager
+        self.run_plugins = run_plugins
+        self.broken: dict[int, str] = {}  # id of a plugin -> its first failure
+
+    def __enter__(self) -> Lifecycle:
+        for plugin in reversed(self.run_plugins):  # pluggy calls the last registered first
+            self.manager.register(plugin, name=f"specrun-run-{id(plugin)}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for plugin in self.run_plugins:
+            if self.manager.is_registered(plugin):
+                self.manager.unregister(plugin)
+
+    def _impls(self, hook: str) -> Iterator[Any]:
+        for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):  # pluggy's call order
+            if id(impl.plugin) not in self.broken:
+                yield impl
+
+    def call(self, hook: str, **kwargs: Any) -> None:
+        """Call every implementation of ``hook`` that has not failed yet."""
+        for impl in self._impls(hook):
+            try:
+                impl.function(*[kwargs[name] for name in impl.argnames])
+            except Exception as exc:
+                self._fail(impl, hook, exc)
+
+    async def finish(self, **kwargs: Any) -> None:
+        """``run_finished``, awaiting the implementations that are ``async``."""
+        for impl in self._impls("run_finished"):
+            try:
+                done = impl.function(*[kwargs[name] for name in impl.argnames])
+                if inspect.isawaitable(done):
+                    await done
+            except Exception as exc:  # one broken reporter must not cost the others (or the results)
+                self._fail(impl, "run_finished", exc)
+
+    def failure(self, plugin: object) -> str | None:
+        """Why ``plugin`` was skipped, if it was."""
+        return self.broken.get(id(plugin))
+
+    def _fail(self, impl: Any, hook: str, exc: Exception) -> None:
+        plugin = impl.plugin
+        if isinstance(plugin, Reporter):
+            who = f"{plugin.name} reporter ({plugin.path})"
+        elif any(plugin is p for p in self.run_plugins):
+            who = type(plugin).__name__
+        else:
+            who = f"the {hook} hook of plugin {impl.plugin_name!r}"
+        self.broken[id(plugin)] = f"{who} failed: {type(exc).__name__}: {exc}"

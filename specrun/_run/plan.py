@@ -1,0 +1,415 @@
+"""From inputs to jobs: load every source, pick each case's agent, filter, repeat for ``--runs``.
+
+All mistakes (in suites, agent files, agent configs) are found here, before anything runs.
+The plan keeps a compact entry per selected case (``Selection``), never the case itself: a
+suite file's cases are read from it again when the run reaches them (``Plan.cases``), so
+memory does not grow with the suite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .._core.data import Case, Suite
+from .._core.errors import Problem, SuiteError, UsageError
+from .._core.kinds import Source, SourceContext
+from .._load.documents import load_mapping
+from .._load.problems import display_path
+from .._project.plugin_manager import Plugins
+from .._project.project import Agent, Project
+from .case_hooks import check_case_hooks
+from .runner import Job
+from .services import ModelUse, case_model_uses, case_needs_model
+
+
+class CaseRef(NamedTuple):
+    """A selected case as the plan keeps it: enough to pick or order cases by, and to find the
+    case again (case ``number`` of the plan's suite ``suite``)."""
+
+    id: str
+    name: str | None
+    file: str  # as results have it (``file`` in the stream)
+    line: int
+    suite: int
+    number: int
+    model: bool = False  # the case calls a model (a judge, an LLM simulator, a model-backed target)
+
+
+class Selection:
+    """The plan's ``(CaseRef, Agent)`` pairs, in run order, stored as columns: about 25 bytes
+    and the id's per case (a million cases: tens of MB). ``select(indices)`` makes a new one: a
+    step that drops or reorders cases (``--lf``, ``--ff``, ``--shard``) picks indices and stays
+    as compact."""
+
+    def __init__(self, suites: list[Suite]):
+        self.suites = suites
+        self.agents: list[Agent] = []
+        self._agent_index: dict[int, int] = {}
+        self._files: dict[int, str] = {}  # suite -> its cases' file
+        self._ids = bytearray()  # every id in UTF-8, one after the other: a str each costs 50 bytes more
+        self._ends = array("Q")  # where each id ends in _ids
+        self._names: dict[int, str] = {}  # most cases have none
+        self._lines = array("I")
+        self._suite = array("I")
+        self._number = array("I")
+        self._agent = array("I")
+        self._model = bytearray()  # 1 when the case calls a model (see Plan.needs_model)
+
+    def add(self, ref: CaseRef, agent: Agent) -> None:
+        self._files.setdefault(ref.suite, ref.file)
+        index = self._agent_index.get(id(agent))
+        if index is None:
+            index = self._agent_index[id(agent)] = len(self.agents)
+            self.agents.append(agent)
+        if ref.name is not None:
+            self._names[len(self)] = ref.name
+        self._ids += ref.id.encode("utf-8", "surrogatepass")
+        self._ends.append(len(self._ids))
+        self._lines.append(ref.line)
+        self._suite.append(ref.suite)
+        self._number.append(ref.number)
+        self._agent.append(index)
+        self._model.append(ref.model)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __bool__(self) -> bool:
+        return bool(self._ends)
+
+    def __getitem__(self, i: int) -> tuple[CaseRef, Agent]:
+        i = i + len(self) if i < 0 else i
+        n, model = self._suite[i], bool(self._model[i])
+        start = self._ends[i - 1] if i > 0 else 0
+        case_id = self._ids[start : self._ends[i]].decode("utf-8", "surrogatepass")
+        ref = CaseRef(case_id, self._names.get(i), self._files[n], self._lines[i], n, self._number[i], model)
+        return ref, self.agents[self._agent[i]]
+
+    def __iter__(self) -> Iterator[tuple[CaseRef, Agent]]:
+        return (self[i] for i in range(len(self)))
+
+    def select(self, indices: Iterable[int]) -> Selection:
+        """The entries at ``indices``, in that order."""
+        return Selection.of(self.suites, (self[i] for i in indices))
+
+    @classmethod
+    def of(cls, suites: list[Suite], pairs: Iterable[tuple[CaseRef, Agent]]) -> Selection:
+        """A selection of ``(CaseRef, Agent)`` pairs (a list a step built, say)."""
+        made = cls(suites)
+        for ref, agent in pairs:
+            made.add(ref, agent)
+        return made
+
+    def used_agents(self) -> list[Agent]:
+        """The agents of the selected cases."""
+        return [self.agents[i] for i in sorted(set(self._agent))]
+
+    def needs_model(self) -> bool:
+        return any(self._model)
+
+    def runs_of(self) -> Iterator[tuple[int, int]]:
+        """``(start, end)`` of each stretch of entries of one suite in file order (a case repeated
+        for its agents), one read each."""
+        start, n = 0, len(self)
+        while start < n:
+            end = start + 1
+            while end < n and self._suite[end] == self._suite[start] and self._number[end] >= self._number[end - 1]:
+                end += 1
+            yield start, end
+            start = end
+
+    def suite_numbers(self) -> list[int]:
+        """The numbers (in the plan's ``suites``) of the suites with selected cases, each once, in
+        run order."""
+        return list(dict.fromkeys(self._suite[start] for start, _ in self.runs_of()))
+
+
+@dataclass
+class Plan:
+    """What a run will do: the suites, and the cases selected from them with their agents."""
+
+    suites: list[Suite]
+    _pairs: Selection | None = field(default=None, repr=False)
+    # For the run's header, found as build_plan selects the cases (not read again for a step
+    # that then drops some): every case is dynamic; the simulator agents dynamic cases name.
+    all_dynamic: bool = False
+    simulators: set[str] = field(default_factory=set)
+
+    @property
+    def pairs(self) -> Selection:
+        """The selected cases with their agents, in run order (see ``Selection``). A list of
+        ``(CaseRef, Agent)`` pairs may be assigned too."""
+        if self._pairs is None:
+            self._pairs = Selection(self.suites)
+        return self._pairs
+
+    @pairs.setter
+    def pairs(self, value: Iterable[tuple[CaseRef, Agent]]) -> None:
+        self._pairs = value if isinstance(value, Selection) else Selection.of(self.suites, value)
+
+    def cases(self) -> Iterator[tuple[Case, Agent]]:
+        """Each selected case with its agent, in run order; a suite file's are read from it as
+        they are reached (once per stretch of the file taken in order)."""
+        sel = self.pairs
+        for start, end in sel.runs_of():
+            suite = self.suites[sel._suite[start]]
+            numbers = (sel._number[i] for i in range(start, end))
+            read = getattr(suite.cases, "read", None)
+            found = read(numbers) if read is not None else (suite.cases[n] for n in numbers)
+            for i, case in zip(range(start, end), found, strict=False):
+                yield case, sel.agents[sel._agent[i]]
+
+    def jobs(self, runs: int) -> Jobs:
+        return Jobs(self, runs)
+
+    @property
+    def agent_ids(self) -> list[str]:
+        return sorted({agent.id for agent in self.pairs.used_agents()})
+
+    def needs_model(self, registry: Any = None, config: dict[str, Any] | None = None) -> bool:
+        """True when a judge, an LLM simulator or a model-backed target will be called (known
+        per case when it was planned)."""
+        return self.pairs.needs_model()
+
+    def model_uses(self, registry: Any) -> list[ModelUse]:
+        """The models (with their params) that the cases and agents name, each once, for
+        ``ModelClient.preload``: the cases are streamed again (one read of the files, only the
+        distinct uses kept), so that this too stays flat in the suite's size."""
+        uses: dict[str, ModelUse] = {}
+        for case, agent in self.cases():
+            for use in case_model_uses(case, agent, registry):
+                uses.setdefault(repr(use), use)
+        return list(uses.values())
+
+
+@dataclass
+class Jobs:
+    """A plan's jobs, made as workers take them: each case read once and run ``runs`` times
+    in a row, so that a case's runs are done together and nothing waits on the whole suite."""
+
+    plan: Plan
+    runs: int = 1
+    mark: Callable[[Job], None] | None = None  # called on each job as it is made (flaky marks)
+
+    def __len__(self) -> int:
+        return len(self.plan.pairs) * self.runs
+
+    held: list[Job] | None = None  # every job, made once (``hold``)
+
+    def hold(self) -> None:
+        """Make every job now and keep them: an executor that ships the cases elsewhere (``ray``)
+        needs them all, and the same ones when they run. The only run that holds every case."""
+        if self.held is None:
+            self.held = list(self._made())
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.held) if self.held is not None else self._made()
+
+    def _made(self) -> Iterator[Job]:
+        for case, agent in self.plan.cases():
+            for run in range(1, self.runs + 1):
+                job = Job(case, agent, run)
+                if self.mark is not None:
+                    self.mark(job)
+                yield job
+
+    def cases(self) -> Iterator[Case]:
+        if self.held is not None:
+            return iter({id(job.case): job.case for job in self.held}.values())
+        return (case for case, _ in self.plan.cases())
+
+    @property
+    def agents(self) -> list[Agent]:
+        return self.plan.pairs.used_agents()
+
+    @property
+    def folders(self) -> list[Path]:
+        """The folders of the suites that have selected cases (where global hooks are looked for)."""
+        return [self.plan.suites[n].base_dir for n in sorted(self.plan.pairs.suite_numbers())]
+
+
+def pick_source(spec: str, plugins: Plugins) -> tuple[Source, str]:
+    """The source for ``-i spec``: by ``name:`` prefix, else the first that claims it."""
+    registry = plugins.registry
+    sources = registry.classes("source")
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in sources and not os.path.exists(spec):  # os.path: a long message is no error
+        return sources[prefix](), rest
+    for cls in sorted(sources.values(), key=lambda c: c.priority):
+        if cls.claims(spec):
+            return cls(), spec
+    raise UsageError(f"no input source takes {spec!r} (sources: {', '.join(sources)})")
+
+
+async def load_inputs(specs: list[str], context: SourceContext, plugins: Plugins) -> list[Suite]:
+    """Suites from every input; the problems of all of them are raised together."""
+    suites: list[Suite] = []
+    problems: list[Problem] = []
+    for spec in specs:
+        source, rest = pick_source(spec, plugins)
+        try:
+            suites.extend(await source.load(rest, context))
+        except SuiteError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SuiteError(problems)
+    return suites
+
+
+def build_plan(
+    suites: list[Suite],
+    project: Project,
+    plugins: Plugins,
+    name: str | list[str] | None = None,
+    select: Callable[[Case], bool] | None = None,
+    connector: str | None = None,
+    simulator: str | None = None,
+) -> Plan:
+    """Pick each case's agents (``-n`` > case ``target`` > suite ``target``/``targets`` > nearest
+    agent.yaml; several ``-n`` or ``targets`` run every case against each), keep the cases
+    ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun._run.selection`), and build every target
+    once so config mistakes show before the run."""
+    names = [name] if isinstance(name, str) else list(name or [])
+    plan = Plan(suites)
+    registry, config = plugins.registry, project.config
+    missing: list[str] = []
+    for number, suite in enumerate(suites):
+        suite_agents = _suite_agents(suite, project, names)
+        for i, case in enumerate(suite.cases):
+            if select is not None and not select(case):
+                continue
+            agents = suite_agents
+            own = not names and case.target is not None
+            if own:
+                try:
+                    agents = [project.resolve(case.target, suite.base_dir)]  # type: ignore[arg-type]
+                except UsageError as exc:
+                    raise _located(exc, suite, case) from None
+            if None in agents:
+                missing.append(str(suite.path))
+                break
+            plan.all_dynamic = case.dynamic and (plan.all_dynamic or not plan.pairs)
+            if case.dynamic and case.simulator and case.simulator.get("use"):
+                plan.simulators.add(str(case.simulator.get("use")))
+            ref = CaseRef(case.id, case.name, case.location.file, case.location.line, number, i)
+            for agent in agents:
+                assert agent is not None
+                _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
+                plan.pairs.add(ref._replace(model=case_needs_model(case, agent, registry, config)), agent)
+    if missing:
+        raise UsageError(
+            "no agent to test for "
+            + ", ".join(sorted(set(missing)))
+            + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
+        )
+    return plan
+
+
+def _suite_agents(suite: Suite, project: Project, names: list[str]) -> list[Agent | None]:
+    """The agents a suite's cases run against, unless a case names its own."""
+    agents: list[Agent | None] = []
+    for n in names:
+        try:
+            agents.append(project.resolve(n, Path.cwd()))
+        except SuiteError:
+            raise
+        except UsageError as exc:
+            raise UsageError(f"-n {n}: {exc}") from None
+    if names:
+        return _distinct(agents)  # -n a -n a runs a once
+    if suite.targets is not None:
+        for i, ref in enumerate(suite.targets):
+            try:
+                agents.append(project.resolve(ref, suite.base_dir))
+            except UsageError as exc:
+                raise _located(exc, suite, None, f"targets.{i}") from None
+        return _distinct(agents)
+    if suite.target is not None:
+        try:
+            return [project.resolve(suite.target, suite.base_dir)]
+        except UsageError as exc:
+            raise _located(exc, suite, None) from None
+    return [project.nearest_agent(suite.path)]
+
+
+def _distinct(agents: list[Agent | None]) -> list[Agent | None]:
+    seen: dict[str | None, Agent | None] = {}
+    for agent in agents:
+        seen.setdefault(agent.id if agent else None, agent)
+    return list(seen.values())
+
+
+def _check_pair(
+    case: Case,
+    agent: Agent,
+    suite: Suite,
+    project: Project,
+    simulator: str | None,
+    connector: str | None,
+    own: bool,
+    named: bool,
+) -> None:
+    """What running ``case`` against ``agent`` needs is there: a simulator, the case's hooks, a
+    target that builds (``own``: the case named the agent; ``named``: ``-n`` did)."""
+    if case.dynamic:
+        _check_simulator(case, suite, project, simulator)
+    for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+        raise _located(missing_hook, suite, case, hook)
+    own_connector = case.options.get("connector") if not connector else None
+    if own_connector and not project.takes_model(agent):
+        raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
+    try:
+        project.target(agent, connector or own_connector)
+    except UsageError as exc:  # an inline target mapping: point at the suite or case
+        if named or agent.path is not None:
+            raise
+        raise _located(exc, suite, case if own else None) from None
+def _unused_connector(connector: str, agent: Agent) -> str:
+    return (
+        f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"
+        " model to replace (a connector sets the model of model-backed targets such as litellm; an agent that"
+        " reads it itself can take it from options.metadata)"
+    )
+
+
+def _check_simulator(case: Case, suite: Suite, project: Project, default: str | None) -> None:
+    """A dynamic case has a simulator, and a simulator agent it names exists."""
+    if case.simulator is None and not default:
+        raise UsageError(
+            f"{case.location}: dynamic case {case.id!r} has no simulator: add 'simulator' or pass --simulator"
+        )
+    registry = project.registry
+    config = case.simulator if case.simulator is not None else registry.simulator_config(str(default))
+    for param in registry.simulator_for(config).agent_params:
+        use = config.get(param)
+        if not isinstance(use, str):
+            continue
+        try:
+            project.agent(use.removeprefix("agents:"))
+        except SuiteError:
+            raise
+        except UsageError as exc:
+            if case.simulator is None:
+                raise UsageError(f"--simulator {default}: {exc}") from None
+            raise _located(exc, suite, case, f"simulator.{param}") from None
+
+
+def _located(exc: UsageError, suite: Suite, case: Case | None, field: str = "target") -> UsageError:
+    """A mistake in a suite's or a case's ``field``, pointed at it (an agent file's are already)."""
+    if isinstance(exc, SuiteError):
+        return exc
+    if case is not None:
+        loc = case.location
+        where = f"{loc.pointer}.{field}" if loc.pointer else field
+        return SuiteError([Problem(loc.file, loc.line, loc.column, str(exc), where)])
+    display, line, col = display_path(suite.path), 1, 1
+    with contextlib.suppress(Exception):  # JSON or YAML: find the line of the suite's field
+        _, record = load_mapping(suite.path, display)
+        line, col = record.position([int(p) if p.isdigit() else p for p in field.split(".")])
+    return SuiteError([Problem(display, line, col, str(exc), field)])

@@ -1,0 +1,160 @@
+"""What the runner lends to assertions and simulators: model calls and agents of the project."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+
+from .._core.data import Case, Context, Message, Response, Usage
+from .._core.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from .._models.client import Completion
+    from .._project.project import Agent
+
+T = TypeVar("T")
+
+AgentCaller = Callable[[str, list[Message], Context], Awaitable[Response]]
+
+
+def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
+    """True when running ``case`` against ``agent`` calls a model: a judge, an LLM simulator or
+    a model-backed target (``config``: the project's ``specrun.yaml``)."""
+    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
+    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
+        return True
+    if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
+        return True
+    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+
+
+ModelUse = tuple[str | None, Mapping[str, Any] | None]
+
+
+def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
+    """The ``(model, params)`` a case names beyond the run's own models (for
+    ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
+    a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
+    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
+        if isinstance(model := assertion.params.get("model"), str):
+            yield model, None
+    if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
+        yield model, None
+    if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
+        params = agent.target.get("params")
+        yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
+
+
+@dataclass
+class Parsed(Generic[T]):
+    """A reply asked for in a structure (``complete_json``, ``ask_agent``): the parsed ``value``,
+    or, when the second reply was unusable too, ``problem`` saying why (quoting it). ``usage``
+    is what every call cost, either way: an assertion puts it on its ``Verdict``."""
+
+    value: T | None
+    usage: Usage
+    problem: str | None = None
+
+    def get(self) -> T:
+        """The value; an ``EvaluationError`` saying why when there is none."""
+        if self.problem is not None:
+            raise EvaluationError(self.problem)
+        return cast(T, self.value)
+
+
+class Models(Protocol):
+    """The run's model client as plugins see it (``check.services.models``).
+
+    Calls are retried, cached on disk per ``run`` and ``version``, and counted in the run's
+    totals; a call that fails for good raises ``ModelError`` (an ``EvaluationError``).
+    """
+
+    def model_for(self, purpose: str, model: str | None = None) -> str:
+        """The model for ``purpose`` (``judge``, ``simulator``...): ``model``, the purpose's own,
+        the project default, ``$SPECRUN_MODEL``; an ``EvaluationError`` when none is set."""
+        ...
+
+    async def complete(
+        self,
+        messages: Iterable[Message | Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        json_mode: bool = False,
+        temperature: float | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        params: Mapping[str, Any] | None = None,
+        purpose: str = "judge",
+        run: int = 1,
+        cache: bool = True,
+        version: str = "",
+    ) -> Completion:
+        """Ask the model once and return its answer (``Completion.text``, ``tool_calls``, ``usage``)."""
+        ...
+
+    async def complete_json(
+        self,
+        messages: list[Message | Mapping[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        reminder: str = "Reply with the JSON object only.",
+        model: str | None = None,
+        purpose: str = "judge",
+        run: int = 1,
+        version: str = "",
+    ) -> Parsed[T]:
+        """Ask for JSON and ``parse`` it (``parse`` raises ``ValueError`` on a reply it cannot use,
+        which is asked for once more); the parsed value, or the problem, and every call's usage."""
+        ...
+
+
+@dataclass
+class Services:
+    """Per case and run: ``models`` is the shared model client, ``run`` the run index (cache
+    namespace), ``config`` the project config (``specrun.yaml``)."""
+
+    models: Models | None = None
+    run: int = 1
+    agent_caller: AgentCaller | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    update_snapshots: bool = False  # --update-snapshots: a snapshot assertion approves what it sees
+
+    async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
+        """Send ``messages`` to the project's agent ``agent_id`` (``agents:`` prefix optional)."""
+        if self.agent_caller is None:
+            raise EvaluationError(f"cannot call agent {agent_id!r}: no project agents are available here")
+        return await self.agent_caller(agent_id.removeprefix("agents:"), messages, context)
+
+    async def ask_agent(
+        self,
+        agent_id: str,
+        messages: list[Message],
+        context: Context,
+        parse: Callable[[Any], T],
+        reminder: str,
+        role: str = "agent",
+    ) -> Parsed[T]:
+        """Ask a project agent for a structured reply: ``parse`` (raising ``ValueError``) reads it.
+
+        An unusable reply is answered with ``reminder`` once; a second one is the result's
+        ``problem`` (with the ``usage`` spent), naming the ``role``. An agent that fails is an
+        ``EvaluationError``.
+        """
+        usage, problem, text = Usage(), "", ""
+        for _ in range(2):
+            try:
+                response = await self.call_agent(agent_id, messages, context)
+            except EvaluationError:
+                raise
+            except Exception as exc:
+                raise EvaluationError(f"{role} {agent_id!r} failed: {type(exc).__name__}: {exc}") from exc
+            usage.add(response.usage)
+            text = response.text
+            try:
+                return Parsed(parse(response.content if isinstance(response.content, dict) else text), usage)
+            except ValueError as exc:
+                problem = str(exc)
+                nudge = f"Your reply could not be used: {problem}. {reminder}"
+                messages = [*messages, Message("assistant", text), Message("user", nudge)]
+        excerpt = " ".join(text.split())[:200]
+        return Parsed(None, usage, f"{role} {agent_id!r} replied unusably twice ({problem}); last reply: {excerpt!r}")

@@ -1,0 +1,93 @@
+"""Apply assertions to a response: the engine's side of every assertion (negate, message, errors)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .._core.data import Assertion, Status, Usage, format_duration
+from .._core.errors import EvaluationError
+from .._core.kinds import AssertionType, Check
+from .._core.results import AssertionResult
+from .._models.limiter import CASE_DEADLINE
+from .._project.registry import Registry
+
+_instances: dict[type, AssertionType] = {}
+
+
+async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> AssertionResult:
+    """One assertion's verdict; an assertion that cannot decide (or crashes) is an ``error``."""
+    cls = registry.get("assertion", assertion.type)
+    instance = _instances.get(cls) or _instances.setdefault(cls, cls())
+    try:
+        verdict = await instance.evaluate(assertion, check)
+    except EvaluationError as exc:
+        return AssertionResult(assertion.type, "error", str(exc), details=exc.details or None)
+    except Exception as exc:
+        return AssertionResult(
+            assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
+        )
+    spent = verdict.usage
+    usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
+    if verdict.error:  # what could not be decided is an error, whatever negate says
+        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
+    passed = verdict.passed != assertion.negate
+    message = verdict.message
+    if assertion.negate and not passed:
+        message = f"negated {assertion.type} matched" + (f": {message}" if message else "")
+    if assertion.message and not passed:
+        message = f"{assertion.message} ({message})" if message else assertion.message
+    return AssertionResult(
+        assertion.type,
+        "passed" if passed else "failed",
+        message,
+        verdict.expected,
+        verdict.actual,
+        verdict.score,
+        {**verdict.details, **usage} if verdict.details is not None else usage or None,
+    )
+
+
+async def evaluate_all(
+    assertions: list[Assertion], check: Check, registry: Registry, timeout: float
+) -> list[AssertionResult]:
+    """Every assertion's verdict, each within ``timeout`` seconds (the case timeout): one that
+    does not finish in time (a script that hangs) is an ``error`` that names it."""
+    return [await _bounded(a, check, registry, timeout) for a in assertions]
+
+
+async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> AssertionResult:
+    try:
+        async with asyncio.timeout(timeout) as deadline:
+            paused = CASE_DEADLINE.set(deadline)  # a model call queued by a rate limiter pauses it
+            try:
+                return await evaluate(assertion, check, registry)
+            finally:
+                CASE_DEADLINE.reset(paused)
+    except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
+        kind = registry.get("assertion", assertion.type)
+        what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
+        return AssertionResult(
+            assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
+        )
+
+
+def combine(results: list[AssertionResult]) -> Status:
+    """A case's status from its assertions: a definite fail decides; else an error; else passed."""
+    statuses = {r.status for r in results}
+    if "failed" in statuses:
+        return "failed"
+    if "error" in statuses:
+        return "error"
+    return "passed"
+
+
+def judge_usage(results: list[AssertionResult]) -> Usage | None:
+    """Tokens and cost the assertions spent (judges put theirs in ``details["usage"]``)."""
+    total: Usage | None = None
+    for r in results:
+        usage: Any = (r.details or {}).get("usage")
+        if usage:
+            total = total or Usage()
+            total.add(Usage(**{k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}))
+    return total
