@@ -17,10 +17,10 @@ from specrun import Response, ToolCall
 from specrun._core.data import Case, Context, Message, Usage
 from specrun._core.errors import UsageError
 from specrun._core.kinds import Session
+from specrun._core.services import Services
 from specrun._load.loader import Loader
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._run.conversation import build_simulator, run_conversation, simulator_config
-from specrun._run.services import Services
 
 
 @pytest.fixture(scope="module")

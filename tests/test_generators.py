@@ -17,10 +17,10 @@ from specrun import Response
 from specrun._core.data import Context, Message
 from specrun._core.errors import SuiteError, UsageError
 from specrun._core.kinds import SourceContext
+from specrun._core.services import Services
 from specrun._load.loader import Loader
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._project.project import Project
-from specrun._run.services import Services
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -74,7 +74,7 @@ def context(tmp_path: Path, caller: Any = None, target: str | None = "assistants
     registry = get_plugin_manager().registry
     project = Project(tmp_path, registry)
     services = Services(agent_caller=caller) if caller else None
-    return SourceContext(Loader(registry), project, services, target)
+    return SourceContext(Loader(registry), project.root, services, target)
 
 
 async def test_agents_source_asks_the_generator_and_validates(tmp_path):

@@ -13,9 +13,9 @@ from support.llm_server import LLMServer, data_section
 from specrun._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, ToolCall, Usage
 from specrun._core.errors import EvaluationError, TargetError
 from specrun._core.kinds import Check
+from specrun._core.services import Services
 from specrun._models.client import ModelClient
 from specrun._project.plugin_manager import get_plugin_manager
-from specrun._run.services import Services
 from specrun._run.verdicts import evaluate
 
 QUESTION = "What is the capital of France?"

@@ -58,7 +58,7 @@ def _python(code: str, **env: str) -> str:
 def test_specrun_and_its_plugins_import_without_litellm():
     code = (
         "import sys\n"
-        "import specrun, specrun._models.client, specrun._judges.matching, specrun._run.services\n"
+        "import specrun, specrun._models.client, specrun._judges.matching, specrun._core.services\n"
         "from specrun._project.plugin_manager import get_plugin_manager\n"
         "registry = get_plugin_manager().registry\n"
         "assert 'llm' in registry.classes('assertion') and 'litellm' in registry.classes('target')\n"

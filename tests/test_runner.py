@@ -45,7 +45,7 @@ async def _run(folder: Path, reporters: list[Reporter], parallel: int, stream: R
     plugins = default_plugins()
     project = Project.discover(folder, plugins.registry)
     runner = Runner(project, plugins, RunOptions(parallel=parallel))
-    context = SourceContext(Loader(plugins.registry), project, runner.services(1), None)
+    context = SourceContext(Loader(plugins.registry), project.root, runner.services(1), None)
     suites = await load_inputs([str(folder / "suite.jsonl")], context, plugins)
     plan = build_plan(suites, project, plugins, None, None, None, None)
     stream = stream or ResultStream(folder / "out.jsonl")

@@ -20,9 +20,9 @@ from specrun import Response
 from specrun._core.data import Case, Checkpoint, Context, Location, Message, Usage
 from specrun._core.errors import EvaluationError, SuiteError
 from specrun._core.kinds import SimulatorState
+from specrun._core.services import Services
 from specrun._load.loader import Loader
 from specrun._project.plugin_manager import get_plugin_manager
-from specrun._run.services import Services
 
 
 def state(turn: int = 1, services: Any = None, conversation: list[Message] | None = None) -> SimulatorState:

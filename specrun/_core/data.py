@@ -385,3 +385,20 @@ class Context:
             "options": self.options,
             "run": self.run,
         }
+
+
+@dataclass
+class Agent:
+    """An agent under test: its id, where it is defined, and its target config."""
+
+    id: str
+    target: dict[str, Any]
+    base_dir: Path
+    path: Path | None = None
+    extra_hook_dirs: list[Path] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
+
+    @property
+    def hook_dirs(self) -> list[Path]:
+        """Where the agent's hook modules may live: its ``hooks`` folder, its folder, ``src/``."""
+        return [*self.extra_hook_dirs, self.base_dir, self.base_dir / "src"]

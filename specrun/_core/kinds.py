@@ -11,18 +11,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from .._run.services import Services
-from .data import Assertion, Case, Context, Message, Response, Suite, Usage
+from .data import Agent, Assertion, Case, Context, Message, Response, Suite, Usage
 from .errors import EvaluationError
 from .redact import expand_env
 from .results import Result, RunInfo
-
-if TYPE_CHECKING:
-    from .._load.loader import Loader
-    from .._project.project import Project
-    from .._run.runner import Job, Runner
+from .services import Services
 
 
 class Plugin:
@@ -194,12 +189,27 @@ class _StatelessSession(Session):
 # -- sources ----------------------------------------------------------------------------------
 
 
+class CaseLoader(Protocol):
+    """What a source may ask of the loader: suites from files, or from case data it made."""
+
+    def load(self, paths: Iterable[Path]) -> list[Suite]:
+        """The suites in ``paths`` (files or folders), validated; a ``SuiteError`` lists every mistake."""
+        ...
+
+    def load_data(self, cases: list[Any], origin: str, base_dir: Path, generated: bool = True) -> Suite:
+        """One suite from case mappings that a source made (``origin`` names it in messages).
+        ``generated`` (the default) makes them data only, as model-made cases must be (no hooks,
+        scripts or file reads); ``False`` for cases a person wrote (a direct message)."""
+        ...
+
+
 @dataclass
 class SourceContext:
-    """What a source may use: the loader (validates case data), the project, and model services."""
+    """What a source may use: the loader (validates case data), the project root, model services
+    and the agent a generator writes cases for."""
 
-    loader: Loader
-    project: Project
+    loader: CaseLoader
+    root: Path
     services: Services | None = None
     target_agent: str | None = None
 
@@ -311,8 +321,43 @@ class Reporter(Plugin):
 # -- executors --------------------------------------------------------------------------------
 
 
+@dataclass
+class Job:
+    """One case to run once, against one agent."""
+
+    case: Case
+    agent: Agent
+    run: int = 1
+    flaky: bool = False  # flaky in the run history: its result says so
+
+
+class ExecutorHost(Protocol):
+    """What an executor may use of the run that hosts it (``Executor.host``)."""
+
+    root: Path  # the project root: what a remote executor ships
+    interrupt_grace: float  # seconds the after hooks get once the run is interrupted
+    interrupted: str | None  # why the run was interrupted (a signal's name), None while it runs
+
+    async def run_one(self, job: Job) -> Result:
+        """Run ``job`` here, on this process's event loop (what the ``local`` executor does)."""
+        ...
+
+    def cancelled(self, job: Job, duration_ms: float | None = None) -> Result:
+        """The result recorded for ``job`` when it was cancelled after ``duration_ms``."""
+        ...
+
+    def context_for(self, case: Case, run: int) -> Context:
+        """The context ``case``'s run ``run`` was given (a remote result carries the worker's)."""
+        ...
+
+    def remote_run(self, jobs: list[Job]) -> Any:
+        """The whole run as one picklable object to ship once (``RemoteRun``): a worker process
+        rebuilds it with ``RemoteRun.worker(root)`` and runs jobs by their ``RemoteRun.address``."""
+        ...
+
+
 class CaseCancelled(Exception):
-    """A cancelled case, with the result recorded for it (see ``Runner.cancelled``)."""
+    """A cancelled case, with the result recorded for it (see ``ExecutorHost.cancelled``)."""
 
     def __init__(self, result: Result):
         self.result = result
@@ -320,18 +365,19 @@ class CaseCancelled(Exception):
 
 class Executor(Plugin):
     """Where a run's cases execute: ``local`` on this process's event loop, others elsewhere
-    (``ray``: as tasks on a cluster). Built once per run with the runner and its options (the
-    ``executor:`` mapping of ``specrun.yaml`` less ``type``).
+    (``ray``: as tasks on a cluster). Built once per run with its host (what it may use of the
+    run, :class:`ExecutorHost`) and its options (the ``executor:`` mapping of ``specrun.yaml``
+    less ``type``).
 
-    Everything around a case stays with the runner, whatever the executor: scheduling at
+    Everything around a case stays with the host, whatever the executor: scheduling at
     ``--parallel``, BeforeAll/AfterAll, ``--fail-fast``, interrupts, and reporting each result
     to the console, the stream and the reports. An executor that runs a case elsewhere runs
-    it there as ``local`` would (``specrun.plugin.RemoteRun`` rebuilds the run in a worker)
-    and hands back the result.
+    it there as ``local`` would (``host.remote_run(jobs)`` is the run to ship, rebuilt in a
+    worker) and hands back the result.
     """
 
-    def __init__(self, runner: Runner, options: dict[str, Any]):
-        self.runner = runner
+    def __init__(self, host: ExecutorHost, options: dict[str, Any]):
+        self.host = host
         self.options = options
 
     async def start(self, jobs: list[Job]) -> None:
@@ -344,7 +390,7 @@ class Executor(Plugin):
     async def run(self, job: Job) -> Result:
         """Run one case once and return its final (sealed) result. When the task is cancelled
         (``--fail-fast``, an interrupt), stop the case and raise ``CaseCancelled`` with
-        ``runner.cancelled(job, duration_ms)``."""
+        ``host.cancelled(job, duration_ms)``."""
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -354,8 +400,11 @@ class Executor(Plugin):
 __all__ = [
     "AssertionType",
     "CaseCancelled",
+    "CaseLoader",
     "Check",
     "Executor",
+    "ExecutorHost",
+    "Job",
     "Plugin",
     "Reporter",
     "Session",

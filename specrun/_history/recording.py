@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hookimpl
 from .._core.data import Case, to_json
+from .._core.kinds import Job
 from .._core.redact import redact, redact_json
 from .._core.results import Result, RunInfo
-from .._run.runner import Job
 from .store import CaseKey, History, HistoryError, case_suite, suite_key
 
 if TYPE_CHECKING:

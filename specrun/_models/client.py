@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from .._core.data import Message, Usage
 from .._core.errors import EvaluationError
 from .._core.redact import redact, register
-from .._run.services import Parsed
+from .._core.services import Parsed
 from .cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .completions import Completion, from_entry, from_json, from_litellm
 from .direct_route import DirectClient, route

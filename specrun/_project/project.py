@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.data import Context, Message, Response, as_response
+from .._core.data import Agent, Context, Message, Response, as_response
 from .._core.errors import Problem, SpecrunError, SuiteError, UsageError
 from .._core.kinds import Target
 from .._load.discovery import folder_skip_reason
@@ -37,23 +37,6 @@ def find_config(start: Path, registry: Registry | None = None) -> tuple[Path, di
             if (candidate / name).is_file():
                 return candidate, load_mapping_file(candidate / name, config_schema(registry), empty_ok=True)
     return None
-
-
-@dataclass
-class Agent:
-    """An agent under test: its id, where it is defined, and its target config."""
-
-    id: str
-    target: dict[str, Any]
-    base_dir: Path
-    path: Path | None = None
-    extra_hook_dirs: list[Path] = field(default_factory=list)
-    resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
-
-    @property
-    def hook_dirs(self) -> list[Path]:
-        """Where the agent's hook modules may live: its ``hooks`` folder, its folder, ``src/``."""
-        return [*self.extra_hook_dirs, self.base_dir, self.base_dir / "src"]
 
 
 @dataclass

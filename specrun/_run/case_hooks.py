@@ -20,7 +20,7 @@ from .._project.imports import add_import_root, load_callable
 from .blocking import run_blocking
 
 if TYPE_CHECKING:
-    from .._project.project import Agent
+    from .._core.data import Agent
 
 SIGNATURES = {
     "before": ("ctx", "case"),

@@ -11,21 +11,47 @@ from __future__ import annotations
 import contextlib
 import os
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .._core.data import Case, Suite
+from .._core.data import Agent, Case, Suite
 from .._core.errors import Problem, SuiteError, UsageError
-from .._core.kinds import Source, SourceContext
+from .._core.kinds import Job, Source, SourceContext
 from .._load.documents import load_mapping
 from .._load.problems import display_path
 from .._project.plugin_manager import Plugins
-from .._project.project import Agent, Project
+from .._project.project import Project
 from .case_hooks import check_case_hooks
-from .runner import Job
-from .services import ModelUse, case_model_uses, case_needs_model
+
+
+def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
+    """True when running ``case`` against ``agent`` calls a model: a judge, an LLM simulator or
+    a model-backed target (``config``: the project's ``specrun.yaml``)."""
+    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
+    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
+        return True
+    if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
+        return True
+    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
+
+
+ModelUse = tuple[str | None, Mapping[str, Any] | None]
+
+
+def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
+    """The ``(model, params)`` a case names beyond the run's own models (for
+    ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
+    a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
+    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
+        if isinstance(model := assertion.params.get("model"), str):
+            yield model, None
+    if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
+        yield model, None
+    if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
+        params = agent.target.get("params")
+        yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
 
 
 class CaseRef(NamedTuple):

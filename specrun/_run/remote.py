@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.data import Case
-from .._core.kinds import CaseCancelled
-from .._project.project import Agent, Project
-from .runner import Job, Runner, RunOptions
+from .._core.data import Agent, Case
+from .._core.kinds import CaseCancelled, Job
+from .._project.project import Project
+from .runner import Runner, RunOptions
 
 
 @dataclass
@@ -40,6 +40,7 @@ class RemoteRun:
 
     @classmethod
     def of(cls, runner: Runner, jobs: list[Job]) -> RemoteRun:
+        """The run of ``runner`` that ``jobs`` need, ready to pickle."""
         cases = list({id(j.case): j.case for j in jobs}.values())
         agents = list({id(j.agent): j.agent for j in jobs}.values())
         options = dataclasses.replace(runner.options, executor="local", executor_options={})  # a worker runs locally
@@ -48,6 +49,10 @@ class RemoteRun:
     def indexes(self) -> tuple[dict[int, int], dict[int, int]]:
         """Where each case and agent (by ``id()``) is in the lists: how a job is addressed."""
         return {id(c): i for i, c in enumerate(self.cases)}, {id(a): i for i, a in enumerate(self.agents)}
+
+    def worker(self, root: Path) -> RemoteWorker:
+        """A worker in this process that runs this run's jobs, with the project copied to ``root``."""
+        return RemoteWorker(self, root)
 
     def moved_to(self, root: Path) -> None:
         """Point every path under the driver's project root at ``root``, the worker's copy."""

@@ -24,12 +24,13 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._core.data import (
     ENVIRONMENT_DEFAULTS,
     TIMEOUT_ERROR,
+    Agent,
     Case,
     Context,
     Message,
@@ -39,39 +40,32 @@ from .._core.data import (
     format_duration,
 )
 from .._core.errors import ReportError, SpecrunError, TargetError
-from .._core.kinds import CaseCancelled, Check, Session
+from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
+from .._core.services import Services
 from .._models.cache import CASE_TALLY, CacheTally
 from .._models.limiter import CASE_DEADLINE
 from .._project.plugin_manager import Plugins
-from .._project.project import Agent, Project
+from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
 from .._report.stream import ResultStream
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .lifecycle import Lifecycle
+from .plan import case_needs_model
 from .proctree import kill_all
-from .services import Services, case_needs_model
 from .settings import RunOptions
 from .verdicts import combine, evaluate_all, judge_usage
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
+    from .remote import RemoteRun
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
 
-@dataclass
-class Job:
-    """One case to run once, against one agent."""
-
-    case: Case
-    agent: Agent
-    run: int = 1
-    flaky: bool = False  # flaky in the run history: its result says so
-
-
 class Runner:
-    """Runs jobs with ``options.parallel`` workers; see the module docstring."""
+    """Runs jobs with ``options.parallel`` workers; see the module docstring. It is the
+    :class:`~specrun._core.kinds.ExecutorHost` of the run's executor."""
 
     def __init__(self, project: Project, plugins: Plugins, options: RunOptions, models: Any = None):
         self.project = project
@@ -90,6 +84,21 @@ class Runner:
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
         self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
+
+    # -- what the executor may use (ExecutorHost) ------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        return self.project.root
+
+    @property
+    def interrupt_grace(self) -> float:
+        return self.options.interrupt_grace
+
+    def remote_run(self, jobs: list[Job]) -> RemoteRun:
+        from .remote import RemoteRun
+
+        return RemoteRun.of(self, jobs)
 
     # -- the run --------------------------------------------------------------------------------
 

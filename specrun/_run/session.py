@@ -18,21 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.data import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Case, Suite, parse_duration
+from .._core.data import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Agent, Case, Suite, parse_duration
 from .._core.errors import UsageError
-from .._core.kinds import Reporter, SourceContext
+from .._core.kinds import Job, Reporter, SourceContext
 from .._core.results import Result, RunInfo, utc_timestamp
 from .._load.case_rules import GeneratedLimits
 from .._load.loader import Loader
 from .._project.plugin_manager import Plugins, default_plugins
-from .._project.project import Agent, Project
+from .._project.project import Project
 from .._report.github_actions import github_actions
 from .._report.outputs import check_outputs, default_stream
 from .._report.stream import ResultStream
-from .plan import Jobs, Plan, build_plan, load_inputs
-from .runner import Job, Runner, RunOptions
+from .plan import Jobs, ModelUse, Plan, build_plan, load_inputs
+from .runner import Runner, RunOptions
 from .selection import Selection
-from .services import ModelUse
 from .settings import INTERRUPT_GRACE
 from .shard import Shard
 from .shard import select as select_shard
@@ -138,11 +137,12 @@ class RunSession:
             a.removeprefix("agents:") for a in (self.project.config.get("generated") or {}).get("agents", [])
         )
         limits = GeneratedLimits(allowed, self.options.timeout, self.options.min_pass_rate)
-        context = SourceContext(Loader(registry, limits), self.project, self.runner.services(1), req.agent)
+        loader = Loader(registry, limits)
+        context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:
             self.suites = await load_inputs(req.inputs, context, self.plugins)
         finally:
-            self.skipped = context.loader.skipped
+            self.skipped = loader.skipped
         check_outputs(given, [s.path for s in self.suites], [])
         return self.suites
 

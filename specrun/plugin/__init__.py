@@ -33,6 +33,8 @@ from .._core.kinds import (
     CaseCancelled,
     Check,
     Executor,
+    ExecutorHost,
+    Job,
     Plugin,
     Reporter,
     Session,
@@ -48,6 +50,7 @@ from .._core.kinds import (
 from .._core.redact import redact, redact_json
 from .._core.redact import register as register_secret
 from .._core.results import Result, RunInfo, utc_timestamp
+from .._core.services import Models, Parsed, Services
 from .._history.snapshots import Snapshot
 from .._judges.judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 from .._judges.matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
@@ -69,8 +72,6 @@ from .._run.blocking import run_blocking
 from .._run.matrix import Matrix, matrix
 from .._run.proctree import ProcessTree
 from .._run.remote import RemoteRun, RemoteWorker
-from .._run.runner import Job
-from .._run.services import Models, Parsed, Services
 from .._run.settings import INTERRUPT_GRACE
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "Context",
     "EvaluationError",
     "Executor",
+    "ExecutorHost",
     "FlagError",
     "Job",
     "JudgeReply",

@@ -30,8 +30,8 @@ from typing import Any
 from .._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, as_response
 from .._core.kinds import Check
 from .._core.results import AssertionResult
+from .._core.services import Services
 from .._project.plugin_manager import default_plugins, get_plugin_manager
-from .._run.services import Services
 from .._run.verdicts import evaluate
 
 __all__ = ["SuiteOutcome", "check_assertion", "run_suite"]

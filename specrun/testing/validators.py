@@ -48,9 +48,9 @@ async def judge_with_agent(
     """Have ``validator`` judge ``actual``; ``AssertionError`` when it rejects it, ``EvaluationError``
     when no verdict could be reached. Returns ``(passed, score, reason)``."""
     from .._core.kinds import Check
+    from .._core.services import Services
     from .._project.plugin_manager import default_plugins
     from .._project.project import Project
-    from .._run.services import Services
     from .._run.verdicts import evaluate_all
     from .clients import judge_client
 

@@ -24,10 +24,10 @@ from support.llm_server import LLMServer, data_section
 from specrun._core.data import Assertion, Case, Context, Location, Message, Response, ToolCall
 from specrun._core.errors import TargetError
 from specrun._core.kinds import Check, SimulatorState
+from specrun._core.services import Services
 from specrun._judges.judging import parse_verdict
 from specrun._models.client import ModelClient
 from specrun._project.plugin_manager import get_plugin_manager
-from specrun._run.services import Services
 from specrun._run.verdicts import evaluate
 
 QUESTION = "What is the capital of France?"

@@ -245,7 +245,7 @@ async def _run_with(root: Path, observer: _Breaks) -> dict[str, Any]:
     plugins = default_plugins()
     project = Project.discover(root, plugins.registry)
     runner = Runner(project, plugins, RunOptions(parallel=8))
-    context = SourceContext(Loader(plugins.registry), project, runner.services(1), None)
+    context = SourceContext(Loader(plugins.registry), project.root, runner.services(1), None)
     plan = build_plan(await load_inputs([str(root / "suite.jsonl")], context, plugins), project, plugins, *[None] * 4)
     stream = ResultStream(root / "r.jsonl")
     return await runner.run(plan.jobs(1), RunInfo(total_cases=len(plan.pairs)), [observer, stream], stream)

@@ -15,4 +15,4 @@ class LocalExecutor(Executor):
     description = "Runs cases in this process, --parallel at once on one event loop (the default)."
 
     async def run(self, job: Job) -> Result:
-        return await self.runner.run_one(job)
+        return await self.host.run_one(job)

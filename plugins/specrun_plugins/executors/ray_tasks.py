@@ -4,7 +4,7 @@ Registered through register_executors (see this package). The cluster is ``addre
 ``specrun.yaml``'s ``executor:`` mapping, else ``RAY_ADDRESS``, else a local one started for
 the run (``num_cpus:`` caps it). The project folder travels to the workers as the runtime
 environment's ``working_dir`` (with the variables of ``_forwarded_env``), the run itself once
-through the object store (:class:`specrun.plugin.RemoteRun`), and each case as a task that
+through the object store (``host.remote_run(jobs)``), and each case as a task that
 asks for its agent's ``resources`` (``num_cpus`` 1 unless the agent file says, ``num_gpus``,
 ``memory``, custom resources). A worker runs the case as the local executor would and sends
 back its sealed result; the driver's runner reports it as its own. A task is never retried
@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 from specrun.plugin import (
     CaseCancelled,
     Executor,
+    ExecutorHost,
     Job,
-    RemoteRun,
     Result,
     UsageError,
     shorten,
@@ -62,8 +62,8 @@ class RayExecutor(Executor):
         }
     }
 
-    def __init__(self, runner: Any, options: dict[str, Any]):
-        super().__init__(runner, options)  # checked against params_schema with specrun.yaml
+    def __init__(self, host: ExecutorHost, options: dict[str, Any]):
+        super().__init__(host, options)  # checked against params_schema with specrun.yaml
         if importlib.util.find_spec("ray") is None:
             raise UsageError("the ray executor needs Ray: pip install 'specrun[ray]'")
         self._owned = False  # we started or joined the cluster, and leave it at the end
@@ -77,7 +77,7 @@ class RayExecutor(Executor):
     def _runtime_env(self) -> dict[str, Any]:
         extra = dict(self.options.get("runtime_env") or {})
         env = {
-            "working_dir": str(self.runner.project.root),
+            "working_dir": str(self.host.root),
             **extra,
             "excludes": [*EXCLUDES, *extra.get("excludes", [])],
             "env_vars": {**_forwarded_env(list(self.options.get("env") or [])), **extra.get("env_vars", {})},
@@ -105,7 +105,7 @@ class RayExecutor(Executor):
         except UsageError:
             await self.close()
             raise
-        run = RemoteRun.of(self.runner, jobs)
+        run = self.host.remote_run(jobs)
         self._cases, self._agents = run.indexes()
         self._box = [ray.put(run)]  # in a list: a task gets the reference, and fetches the run once per worker
         self._cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -141,17 +141,17 @@ class RayExecutor(Executor):
             record, line = await ref
         except asyncio.CancelledError:
             ray.cancel(ref)  # a SIGINT in the worker: the case stops there as if interrupted, its after hook runs
-            grace = self.runner.options.interrupt_grace
+            grace = self.host.interrupt_grace
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 record, line = await asyncio.wait_for(asyncio.shield(ref.as_future()), grace)
-                if self.runner.interrupted:  # the worker's interrupted result, after hook and all
+                if self.host.interrupted:  # the worker's interrupted result, after hook and all
                     raise CaseCancelled(self._received(job, record, line)) from None
-            raise CaseCancelled(self.runner.cancelled(job, _ms(started))) from None
+            raise CaseCancelled(self.host.cancelled(job, _ms(started))) from None
         except ray.exceptions.RayError as exc:  # the worker died, or could not be set up
             result = Result(
                 job.case, "error", run=job.run, error=f"ray: {type(exc).__name__}: {shorten(str(exc), 500)}"
             )
-            result.context = self.runner.context_for(job.case, job.run)
+            result.context = self.host.context_for(job.case, job.run)
             result.duration_ms = _ms(started)
             result.seal()
             return result
@@ -159,7 +159,7 @@ class RayExecutor(Executor):
 
     def _received(self, job: Job, record: dict[str, Any], line: str) -> Result:
         result = Result.received(job.case, record, line)
-        result.context = self.runner.context_for(job.case, job.run)
+        result.context = self.host.context_for(job.case, job.run)
         return result
 
     async def close(self) -> None:
@@ -205,7 +205,7 @@ def _uploaded(env: dict[str, Any]) -> dict[str, Any]:
             return dict(upload(dict(env), scratch_dir=scratch))
 
 
-_WORKER: list[Any] = []  # [run key, RemoteWorker]: the run this worker process serves
+_WORKER: list[Any] = []  # [run key, its worker]: the run this worker process serves
 
 
 def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tuple[dict[str, Any], str]:
@@ -213,12 +213,10 @@ def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tu
     directory Ray made from ``working_dir``)."""
     import ray
 
-    from specrun.plugin import RemoteWorker
-
     key = box[0].hex()
     if not _WORKER or _WORKER[0] != key:
         if _WORKER:
             _WORKER[1].close()
-        _WORKER[:] = [key, RemoteWorker(ray.get(box[0]), Path.cwd().resolve())]
+        _WORKER[:] = [key, ray.get(box[0]).worker(Path.cwd().resolve())]
     result: tuple[dict[str, Any], str] = _WORKER[1].run(case, agent, run, flaky)
     return result

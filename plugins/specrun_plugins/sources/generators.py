@@ -85,8 +85,7 @@ def with_ids(cases: list[Any]) -> list[Any]:
 
 def generated_suite(cases: list[Any], origin: str, context: SourceContext) -> Suite:
     """Validate generated case data (data only) as one suite marked ``generated``."""
-    root = Path(getattr(context.project, "root", None) or Path.cwd())
-    suite = context.loader.load_data(with_ids(cases), origin=origin, base_dir=root, generated=True)
+    suite = context.loader.load_data(with_ids(cases), origin=origin, base_dir=context.root, generated=True)
     suite.generated = True
     return suite
 
@@ -122,8 +121,7 @@ class ScriptsSource(Source):
 
     async def load(self, spec: str, context: SourceContext) -> list[Suite]:
         ref, params = split_spec(spec)
-        root = getattr(context.project, "root", None)
-        func = load_callable(ref, [Path.cwd(), *([Path(root)] if root else [])])
+        func = load_callable(ref, [Path.cwd(), context.root])
         what = f"script {ref!r}"
         try:
             value = func(**params)

@@ -1,49 +1,20 @@
-"""What the runner lends to assertions and simulators: model calls and agents of the project."""
+"""What the runner lends to assertions, simulators and sources: model calls and the project's agents."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from .._core.data import Case, Context, Message, Response, Usage
-from .._core.errors import EvaluationError
+from .data import Context, Message, Response, Usage
+from .errors import EvaluationError
 
 if TYPE_CHECKING:
-    from .._models.client import Completion
-    from .._project.project import Agent
+    from .._models.completions import Completion
 
 T = TypeVar("T")
 
 AgentCaller = Callable[[str, list[Message], Context], Awaitable[Response]]
-
-
-def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
-    """True when running ``case`` against ``agent`` calls a model: a judge, an LLM simulator or
-    a model-backed target (``config``: the project's ``specrun.yaml``)."""
-    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
-    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
-        return True
-    if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
-        return True
-    return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
-
-
-ModelUse = tuple[str | None, Mapping[str, Any] | None]
-
-
-def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
-    """The ``(model, params)`` a case names beyond the run's own models (for
-    ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
-    a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
-    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
-        if isinstance(model := assertion.params.get("model"), str):
-            yield model, None
-    if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
-        yield model, None
-    if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
-        params = agent.target.get("params")
-        yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
 
 
 @dataclass
