@@ -23,9 +23,9 @@ from support.cli import run_cli
 from specrun import Context, Message
 from specrun._project.plugin_manager import default_plugins
 from specrun._project.project import Project
+from specrun._run.remote import RemoteRun
 from specrun._run.runner import Runner
 from specrun._run.settings import INTERRUPT_GRACE, RunOptions
-from specrun.plugin import RemoteRun
 
 AGENTS = Path(__file__).parent / "agents"
 

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
-from specrun_plugins.assertions.match import Match
 from support.llm_server import LLMServer, data_section
 
 from specrun._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, ToolCall, Usage
 from specrun._core.errors import EvaluationError, TargetError
 from specrun._core.kinds import Check
 from specrun._core.services import Services
+from specrun._judges.assertions.judge import AgentJudge, LlmJudge
+from specrun._judges.assertions.match import Match
 from specrun._models.client import ModelClient
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._run.verdicts import evaluate

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from specrun_plugins.targets.http import HttpTarget
 from support.llm_server import LLMServer
 
 from specrun import Context, Message, TargetError
 from specrun._models.limiter import CASE_DEADLINE, LIMITERS, AdaptiveLimiter, Limiters, Slot, endpoint_key
+from specrun._models.targets.http import HttpTarget
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from specrun_plugins.targets.litellm import LitellmTarget
 from support.llm_server import LLMServer
 
 from specrun._core.data import Context, Message
 from specrun._core.errors import TargetError
+from specrun._models.targets.litellm import LitellmTarget
 
 # Its tests import litellm in the test process: tests/conftest.py starts that import early.
 IMPORTS_LITELLM = True

@@ -27,6 +27,13 @@ IGNORE = shutil.ignore_patterns(
 )
 
 
+ENGINE_PLUGINS = {  # the engine's own plugins, in its rooms: an entry point each, like a family
+    "judges": "specrun._judges.assertions",
+    "snapshots": "specrun._history.assertions",
+    "wire-targets": "specrun._models.targets",
+    "report-formats": "specrun._report.reporters",
+}
+
 def _build(folder: Path) -> list[str]:
     """``python -m build --wheel`` of a copy of the source tree, into ``folder/dist``."""
     shutil.copytree(ROOT, folder / "src", ignore=IGNORE)
@@ -90,8 +97,9 @@ def test_wheel_has_every_engine_and_plugin_module(names: list[str]) -> None:
     engine = _sources(ROOT / "specrun", "*.py")
     plugins = _sources(ROOT / "plugins" / "specrun_plugins", "*.py")
     assert "specrun/cli/main.py" in engine
-    families = {"assertions", "sources", "targets", "simulators", "reporters"}
+    families = {"assertions", "sources", "targets", "simulators", "executors"}
     assert {f"specrun_plugins/{f}/__init__.py" for f in families} <= plugins
+    assert set(ENGINE_PLUGINS.values()) <= {m.removesuffix("/__init__.py").replace("/", ".") for m in engine}
     assert not (engine | plugins) - set(names), "modules missing from the wheel"
 
 
@@ -102,8 +110,10 @@ def test_wheel_metadata_declares_the_script_and_every_family(wheel: Path, names:
         [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
         meta = zf.read(metadata).decode()
     assert "specrun = specrun.cli.main:main" in text
-    for family in ("assertions", "sources", "targets", "simulators", "reporters"):
+    for family in ("assertions", "sources", "targets", "simulators", "executors"):
         assert f"{family} = specrun_plugins.{family}" in text
+    for name, module in ENGINE_PLUGINS.items():  # the engine's own plugins register the same way
+        assert f"{name} = {module}" in text
     assert "Requires-Python: >=3.11" in meta
 
 

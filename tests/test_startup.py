@@ -53,6 +53,15 @@ def _litellm(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if m == "litellm" or m.startswith("litellm."))
 
 
+# first-party plugins: the families, and the engine's own (its rooms' plugin packages)
+PLUGIN_MODULES = (
+    "specrun_plugins",
+    "specrun._judges.assertions",
+    "specrun._history.assertions",
+    "specrun._models.targets",
+    "specrun._report.reporters",
+)
+
 @pytest.fixture
 def suite(tmp_path: Path) -> Path:
     path = tmp_path / "startup.yaml"
@@ -69,7 +78,7 @@ def test_version_imports_nothing_heavy(tmp_path: Path) -> None:
     # pluggy is light: specrun.hookimpl
     heavy = {"jsonschema_rs", "ruamel.yaml", "aiohttp", "openai", "specrun._load.loader"}
     assert not modules & heavy
-    assert not [m for m in modules if m.startswith("specrun_plugins")], "--version loads no plugins"
+    assert not [m for m in modules if m.startswith(PLUGIN_MODULES)], "--version loads no plugins"
 
 
 def test_help_does_not_import_litellm(tmp_path: Path) -> None:
@@ -77,7 +86,7 @@ def test_help_does_not_import_litellm(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert "validate" in result.stdout
     assert not _litellm(modules)
-    assert not [m for m in modules if m.startswith("specrun_plugins")]
+    assert not [m for m in modules if m.startswith(PLUGIN_MODULES)]
 
 
 def test_validate_does_not_import_litellm(suite: Path) -> None:
@@ -86,6 +95,7 @@ def test_validate_does_not_import_litellm(suite: Path) -> None:
     assert "ok: 2 cases in 1 suite files" in result.stdout
     assert "jsonschema_rs" in modules  # it did validate, with every plugin loaded
     assert any(m.startswith("specrun_plugins") for m in modules)
+    assert any(m.startswith("specrun._report.reporters") for m in modules)  # the engine's own plugins too
     assert not _litellm(modules)
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from specrun_plugins.targets.http import HttpTarget, compile_template
 from support.llm_server import LLMServer
 from support.waiting import until
 
 from specrun import Context, Message, TargetError
+from specrun._models.targets.http import HttpTarget, compile_template
 
 CTX = Context(case_id="case-7", user="ann", team="t1")
 

@@ -227,6 +227,16 @@ class Response:
             return self.content
         return to_json(self.content)
 
+    @classmethod
+    def of(cls, value: Any) -> Response:
+        """What a target returned (a ``str``, ``dict``, ``list``, number or ``Response``) as a
+        ``Response``; a ``TypeError`` naming the type for anything else."""
+        if isinstance(value, Response):
+            return value
+        if value is None or isinstance(value, str | dict | list | int | float | bool):
+            return cls(content=value)
+        raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
+
     @cached_property
     def json(self) -> Any:
         """Structured output, or JSON found in the text; ``MISSING`` when there is none."""
@@ -241,15 +251,6 @@ class Response:
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
         return data
-
-
-def as_response(value: Any) -> Response:
-    """Coerce what a target returned (a str, dict, list, or Response) into a ``Response``."""
-    if isinstance(value, Response):
-        return value
-    if value is None or isinstance(value, str | dict | list | int | float | bool):
-        return Response(content=value)
-    raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
 
 
 @dataclass(slots=True)

@@ -53,18 +53,20 @@ class Verdict:
     usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
     error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
 
-
-def checked_verdict(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
-    """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
-    or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
-    number (not a boolean) or None. A verdict is never guessed from a truthy value."""
-    if not isinstance(passed, bool):
-        raise EvaluationError(f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False")
-    if score is not None and (
-        isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
-    ):
-        raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
-    return passed, score
+    @staticmethod
+    def checked(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
+        """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
+        or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
+        number (not a boolean) or None. A verdict is never guessed from a truthy value."""
+        if not isinstance(passed, bool):
+            raise EvaluationError(
+                f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False"
+            )
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+        ):
+            raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
+        return passed, score
 
 
 @dataclass
@@ -85,6 +87,8 @@ class AssertionType(Plugin):
     ``data_only`` is False for types that run code or read files, which generated cases may not use;
     ``agent_params`` names the parameters that name a project agent the type calls (``use``):
     generated cases may name only the agents ``specrun.yaml`` allows there;
+    ``ref_params`` names the parameters that name Python code (``module.func``, ``module:func``,
+    ``file.py:func``, resolved next to the suite): each is checked to exist before anything runs;
     ``expected_param``, set on one installed type, makes it what a case's bare ``expected``
     means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
     ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
@@ -94,6 +98,7 @@ class AssertionType(Plugin):
 
     data_only: ClassVar[bool] = True
     agent_params: ClassVar[tuple[str, ...]] = ()
+    ref_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
     validator_param: ClassVar[str | None] = None
 
@@ -416,5 +421,4 @@ __all__ = [
     "Suite",
     "Target",
     "Verdict",
-    "checked_verdict",
 ]

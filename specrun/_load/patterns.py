@@ -21,11 +21,16 @@ FLAGS = ("i", "m", "s", "a")
 
 
 class PatternError(ValueError):
-    """A pattern that cannot be compiled; the message says why, quoting the pattern."""
+    """A pattern that cannot be compiled; the message says why, quoting the pattern. ``flags`` is
+    True when the flags were wrong (a letter that is not one of ``FLAGS``), not the pattern."""
+
+    flags = False
 
 
 class FlagError(PatternError):
     """A flag letter that is not one of ``FLAGS``."""
+
+    flags = True
 
 
 class Match(Protocol):
@@ -47,7 +52,7 @@ class Pattern(Protocol):
 def compile_pattern(pattern: str, flags: str = "") -> Pattern:
     """``pattern`` with letter ``flags`` (see ``FLAGS``), compiled for linear-time matching.
 
-    Raises ``FlagError`` for an unknown flag and ``PatternError`` for a pattern that is invalid
+    Raises ``PatternError`` (``flags`` true for an unknown flag) for a pattern that is invalid
     or uses what RE2 cannot match in linear time.
     """
     import re2

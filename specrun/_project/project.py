@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.data import Agent, Context, Message, Response, as_response
+from .._core.data import Agent, Context, Message, Response
 from .._core.errors import Problem, SpecrunError, SuiteError, UsageError
 from .._core.kinds import Target
 from .._load.discovery import folder_skip_reason
@@ -171,7 +171,7 @@ class Project:
         generators, reporters)."""
         session = self.target(self.agent(agent_id)).session(context)
         try:
-            return as_response(await session.send(messages))
+            return Response.of(await session.send(messages))
         finally:
             await session.close()
 

@@ -30,7 +30,6 @@ from .._core.data import (
     Response,
     Status,
     Usage,
-    as_response,
     format_duration,
 )
 from .._core.errors import SpecrunError, UsageError
@@ -179,7 +178,7 @@ class Conversation:
             last_user = self.history[-1]
             user_text = last_user.text
             try:
-                response = as_response(await self.session.send(list(self.history)))
+                response = Response.of(await self.session.send(list(self.history)))
             except SpecrunError as exc:
                 failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
                 if failed is not None:

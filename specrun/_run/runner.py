@@ -36,7 +36,6 @@ from .._core.data import (
     Message,
     Response,
     Usage,
-    as_response,
     format_duration,
 )
 from .._core.errors import ReportError, SpecrunError, TargetError
@@ -412,7 +411,7 @@ class Runner:
             async with asyncio.timeout(timeout) as deadline:
                 paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
                 try:
-                    response = as_response(await session.send(case.input))
+                    response = Response.of(await session.send(case.input))
                 finally:
                     CASE_DEADLINE.reset(paused)
             if response.latency_ms is None:

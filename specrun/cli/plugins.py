@@ -35,6 +35,9 @@ def command(as_json: bool, api: bool) -> None:
         click.echo(f"blocked by SPECRUN_DISABLE_PLUGINS: {', '.join(sorted(blocked_names()))}")
 
 
+SERVICES_METHODS = " Methods: call_agent, ask_agent; .models: model_for, complete, complete_json."
+
+
 def _show_api() -> None:
     """Each name of ``specrun.plugin`` with the first line of its docstring (docs/plugins.md has more)."""
     from .. import plugin
@@ -48,5 +51,5 @@ def _show_api() -> None:
             doc = f"= {value!r}"
         else:
             doc = f"a {type(value).__name__}"
-        methods = [m for m in ("model_for", "complete", "complete_json") if name == "Models"]
-        click.echo(f"  {name:<22} {doc}" + (f" Methods: {', '.join(methods)}." if methods else ""))
+        extra = SERVICES_METHODS if name == "Services" else ""
+        click.echo(f"  {name:<22} {doc}{extra}")

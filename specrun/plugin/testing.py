@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.data import MISSING, Assertion, Case, Context, Location, Message, Response, as_response
+from .._core.data import MISSING, Assertion, Case, Context, Location, Message, Response
 from .._core.kinds import Check
 from .._core.results import AssertionResult
 from .._core.services import Services
@@ -54,7 +54,7 @@ def check_assertion(
     objects with hooks) add to them. ``services`` lends model calls (``Services(models=...)``).
     Not for use inside a running event loop (an ``async`` test)."""
     case = Case(id="check", location=Location("<check>", 1), input=[Message("user", input)], expected=expected)
-    check = Check(as_response(response), case, Context(case_id="check"), services, case.input)
+    check = Check(Response.of(response), case, Context(case_id="check"), services, case.input)
     assertion = Assertion(type, dict(params or {}), negate=negate)
     registry = (get_plugin_manager(extra=list(plugins)) if plugins else default_plugins()).registry
     return asyncio.run(evaluate(assertion, check, registry))

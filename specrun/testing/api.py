@@ -28,9 +28,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .._core.data import Context, Message, Response, as_response
+from .._core.data import Context, Message, Response
 from .._core.errors import EvaluationError, TargetError
-from .._core.kinds import checked_verdict
+from .._core.kinds import Verdict
 from .._judges.matching import Mode, alternatives
 from . import clients
 from .config import TestConfig, load_config, load_evaluator
@@ -93,7 +93,7 @@ async def evaluate(
         ) from None
     # the script assertion's rule: a truthy "no" or a 1 is no verdict, and neither is a missing score
     who = f"evaluator {type(judge).__name__}"
-    passed, checked = checked_verdict(passed, score, who)
+    passed, checked = Verdict.checked(passed, score, who)
     if checked is None:
         raise EvaluationError(f"{who} returned a non-numeric score None")
     if not passed:
@@ -332,7 +332,7 @@ class Test:
                 self._history.append(Message("user", message))
                 try:
                     async with asyncio.timeout(self.read_timeout):
-                        response = as_response(await self._session.send(list(self._history)))
+                        response = Response.of(await self._session.send(list(self._history)))
                 except TimeoutError:
                     self._history.pop()
                     raise TargetError(f"no reply within {self.read_timeout:g}s") from None

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .._core.data import DEFAULT_TIMEOUT, Assertion, Case, Context, Location, Message, as_response
+from .._core.data import DEFAULT_TIMEOUT, Assertion, Case, Context, Location, Message, Response
 from .._core.errors import EvaluationError, UsageError
 from .config import TestConfig, load_config
 
@@ -84,13 +84,13 @@ async def judge_with_agent(
         if model:
             client = await stack.enter_async_context(judge_client(model, config.llm.litellm_params, config.llm.retries))
         services = Services(models=client, agent_caller=project.call_agent, config=project.config)
-        check = Check(as_response(actual), case, context, services, messages)
+        check = Check(Response.of(actual), case, context, services, messages)
         (result,) = await evaluate_all([assertion], check, registry, timeout)
     who = f"validator agent {validator!r}" if validator else "the built-in validator"
     if result.status == "error":
         raise EvaluationError(f"{who} reached no verdict: {result.message}")
     score = float(result.score if result.score is not None else (1.0 if result.passed else 0.0))
     if not result.passed:
-        received = as_response(actual).text
+        received = Response.of(actual).text
         raise AssertionError(f"{who} rejected the response: {result.message}\n  received: {received!r}")
     return True, score, result.message

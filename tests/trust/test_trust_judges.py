@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 import support.cli
 import support.fresh_run as fresh_run
-from specrun_plugins.assertions.judge import AgentJudge, LlmJudge
-from specrun_plugins.assertions.match import Match
 from specrun_plugins.simulators.llm import LlmSimulator
-from specrun_plugins.targets.litellm import LitellmTarget
 from support.llm_server import LLMServer, data_section
 
 from specrun._core.data import Assertion, Case, Context, Location, Message, Response, ToolCall
 from specrun._core.errors import TargetError
 from specrun._core.kinds import Check, SimulatorState
 from specrun._core.services import Services
+from specrun._judges.assertions.judge import AgentJudge, LlmJudge
+from specrun._judges.assertions.match import Match
 from specrun._judges.judging import parse_verdict
 from specrun._models.client import ModelClient
+from specrun._models.targets.litellm import LitellmTarget
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._run.verdicts import evaluate
 

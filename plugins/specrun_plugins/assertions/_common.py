@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from specrun.plugin import MISSING, shorten, to_json
+from specrun.plugin import MISSING, shorten
 
 PREVIEW_CHARS = 200
 
@@ -35,8 +35,8 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, str) and len(value) > limit:
         value = value[:limit]  # its JSON is still longer than limit: the cut below is the same
     try:
-        text = to_json(value)
-    except ValueError:  # a circular structure
+        text = json.dumps(value, ensure_ascii=False, default=str)  # a message, not a record: NaN may show
+    except (ValueError, RecursionError):  # a circular structure
         text = repr(value)
     return shorten(text, limit)
 

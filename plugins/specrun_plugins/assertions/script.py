@@ -18,9 +18,7 @@ from specrun.plugin import (
     EvaluationError,
     UsageError,
     Verdict,
-    checked_verdict,
     load_callable,
-    ref_problem,
     run_blocking,
 )
 
@@ -54,7 +52,7 @@ def _verdict(result: Any, ref: str, expected: Any, output: Any) -> Verdict:
     if isinstance(result, bool):
         return Verdict(result, f"script {ref} returned {result}; output: {show(output)}", expected, output)
     if isinstance(result, dict) and ("pass" in result or "passed" in result):
-        passed, score = checked_verdict(result.get("pass", result.get("passed")), result.get("score"), f"script {ref}")
+        passed, score = Verdict.checked(result.get("pass", result.get("passed")), result.get("score"), f"script {ref}")
         message = result.get("message") or result.get("reason") or f"script {ref} returned {passed}"
         extra = {k: v for k, v in result.items() if k not in ("pass", "passed", "message", "reason", "score")}
         return Verdict(passed, str(message), expected, output, score=score, details=extra or None)
@@ -69,6 +67,7 @@ class Script(AssertionType):
     description = "A Python function (output, input, expected) returns a bool or {pass, message, score}."
     data_only = False
     label_params: ClassVar[tuple[str, ...]] = ("script", "use")
+    ref_params: ClassVar[tuple[str, ...]] = ("script", "use")
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "script": _REF,
@@ -92,10 +91,6 @@ class Script(AssertionType):
                 "give the function as either 'script' or 'use'" + (", not both" if given else ""),
             )
             return
-        ref = assertion.params[given[0]]
-        problem = ref_problem(ref, [base_dir])
-        if problem:
-            yield given[0], problem
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params

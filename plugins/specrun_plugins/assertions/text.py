@@ -17,7 +17,6 @@ from specrun.plugin import (
     AssertionType,
     Check,
     EvaluationError,
-    FlagError,
     PatternError,
     Verdict,
     compile_pattern,
@@ -172,10 +171,8 @@ class Regex(AssertionType):
         pattern = assertion.params[given[0]]
         try:
             compile_pattern(pattern, assertion.params.get("flags", ""))
-        except FlagError as exc:
-            yield "flags", str(exc)
         except PatternError as exc:
-            yield given[0], str(exc)
+            yield "flags" if exc.flags else given[0], str(exc)
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         pattern = assertion.params.get("value", assertion.params.get("pattern"))

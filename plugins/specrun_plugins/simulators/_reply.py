@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specrun.plugin import MISSING, SimulatorState, SimulatorTurn, extract_json
+from specrun.plugin import MISSING, Response, SimulatorState, SimulatorTurn
 
 REPLY_FORMAT = '{"message": "<what the user says next>", "goal_achieved": true or false, "reasoning": "<why>"}'
 REMINDER = f"Reply with a JSON object only: {REPLY_FORMAT}."
@@ -15,7 +15,7 @@ def parse_reply(value: Any) -> SimulatorTurn:
 
     ``input`` is accepted for ``message``. Raises ``ValueError`` saying what is wrong.
     """
-    data = value if isinstance(value, dict) else extract_json(str(value))
+    data = value if isinstance(value, dict) else Response(str(value)).json  # JSON fenced or in prose
     if data is MISSING:
         raise ValueError("no JSON object found")
     if not isinstance(data, dict):

@@ -20,12 +20,12 @@ from specrun.plugin import (
     MISSING,
     Context,
     Message,
+    Response,
     Source,
     SourceContext,
     SpecrunError,
     Suite,
     UsageError,
-    extract_json,
     load_callable,
 )
 
@@ -56,7 +56,7 @@ def _excerpt(value: Any) -> str:
 
 def case_list(value: Any, what: str) -> list[Any]:
     """The cases in a generator's answer: a list, ``{cases: [...]}``, or JSON text holding one."""
-    data = extract_json(value) if isinstance(value, str) else value
+    data = Response(value).json if isinstance(value, str) else value  # JSON fenced or in prose
     if isinstance(data, dict) and isinstance(data.get("cases"), list):
         data = data["cases"]
     if data is MISSING or not isinstance(data, list | tuple):

@@ -14,7 +14,6 @@ from specrun.plugin import (
     SpecrunError,
     Target,
     TargetError,
-    as_response,
     load_callable,
     run_blocking,
 )
@@ -85,7 +84,7 @@ class PythonTarget(Target):
             raise TargetError(f"agent error: {type(exc).__name__}{detail}") from exc
         elapsed = (time.perf_counter() - start) * 1000
         try:
-            response = as_response(value)
+            response = Response.of(value)
         except TypeError:
             expected = "str, dict, list or specrun.Response"
             raise TargetError(f"agent returned {type(value).__name__}; expected {expected}") from None

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from specrun import __version__
-from specrun.plugin import CaseStats
-
+from ... import __version__
+from ..stability import CaseStats
 from ._common import Report, WholeFileReporter
 
 _CASE_FIELDS = ("id", "name", "input", "expected", "file", "line", "tags", "min_pass_rate", "type")

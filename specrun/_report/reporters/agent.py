@@ -11,8 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from specrun.plugin import Context, Message, Reporter, SpecrunError, atomic_writer, redact_json
-
+from ..._core.data import Context, Message
+from ..._core.errors import SpecrunError
+from ..._core.kinds import Reporter
+from ..._core.redact import redact_json
+from ..outputs import atomic_writer
 from ._common import load
 from .json_report import write
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from specrun.plugin import CaseStats, md_block, md_text
-
+from ..display import md_block, md_text
+from ..stability import CaseStats
 from ._common import (
     ICONS,
     LABELS,

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from specrun.plugin import Assertion, AssertionType, Check, EvaluationError, Snapshot, Verdict
+from ..._core.data import Assertion
+from ..._core.errors import EvaluationError
+from ..._core.kinds import AssertionType, Check, Verdict
+from ..snapshots import Snapshot
 
 
 def _same(golden: Any, output: Any) -> bool:

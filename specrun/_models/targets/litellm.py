@@ -18,23 +18,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from specrun.plugin import (
-    MODEL_RETRIES,
-    MODEL_TIMEOUT,
-    Completion,
-    Context,
-    Message,
-    ModelClient,
-    ModelError,
-    Response,
-    SpecrunError,
-    Target,
-    TargetError,
-    ToolCall,
-    Usage,
-    load_callable,
-    parse_duration,
-)
+from ..._core.data import Context, Message, Response, ToolCall, Usage, parse_duration
+from ..._core.errors import SpecrunError, TargetError
+from ..._core.kinds import Target
+from ..._project.imports import load_callable
+from ..client import DEFAULT_CALL_TIMEOUT as MODEL_TIMEOUT
+from ..client import DEFAULT_RETRIES as MODEL_RETRIES
+from ..client import Completion, ModelClient, ModelError
 
 
 class LitellmTarget(Target):

@@ -21,8 +21,7 @@ import json
 from html import escape
 from typing import IO, Any
 
-from specrun.plugin import CaseStats
-
+from ..stability import CaseStats
 from ._common import (
     ICONS,
     LABELS,

@@ -12,19 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from specrun import __version__
-from specrun.plugin import (
-    CaseStats,
-    Matrix,
-    Reporter,
-    Stream,
-    atomic_writer,
-    format_duration,
-    matrix,
-    scan,
-    utc_timestamp,
-    visible,
-)
+from ... import __version__
+from ..._core.data import format_duration
+from ..._core.kinds import Reporter
+from ..._core.results import utc_timestamp
+from ..._run.matrix import Matrix, matrix
+from ..display import visible
+from ..outputs import atomic_writer
+from ..stability import CaseStats, Stream, scan
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}

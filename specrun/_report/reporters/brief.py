@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from specrun.plugin import shorten, visible
-
+from ..display import shorten, visible
 from ._common import ICONS, LABELS, Report, WholeFileReporter, fmt_ms, pct
 
 MAX_LISTED = 20  # cases listed by name; the rest are counted

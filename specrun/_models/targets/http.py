@@ -19,25 +19,13 @@ from urllib.parse import unquote, urlsplit
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from specrun.plugin import (
-    LIMITERS,
-    Context,
-    Message,
-    Response,
-    Session,
-    Target,
-    TargetError,
-    endpoint_key,
-    excerpt,
-    openai_messages,
-    parse_duration,
-    parse_openai_reply,
-    parse_tool_call,
-    redact,
-    register_secret,
-    retry_after,
-    to_json,
-)
+from ..._core.data import Context, Message, Response, parse_duration, to_json
+from ..._core.errors import TargetError
+from ..._core.kinds import Session, Target
+from ..._core.redact import redact
+from ..._core.redact import register as register_secret
+from ..limiter import LIMITERS, endpoint_key, retry_after
+from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
 if TYPE_CHECKING:  # aiohttp costs ~0.2 s to import: only runs that call an http target pay it
     import aiohttp

@@ -8,21 +8,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from specrun.plugin import (
-    COMPARE_MODES,
-    COMPARE_THRESHOLD,
-    DEFAULT_COMPARE_MODE,
-    MISSING,
-    Assertion,
-    AssertionType,
-    Check,
-    EvaluationError,
-    Services,
-    Verdict,
-    alternatives,
-    compare,
-)
-
+from ..._core.data import MISSING, Assertion
+from ..._core.errors import EvaluationError
+from ..._core.kinds import AssertionType, Check, Verdict
+from ..._core.services import Services
+from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
+from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
+from ..matching import MODES as COMPARE_MODES
+from ..matching import alternatives, compare
 from .judge import run_of
 
 

@@ -14,20 +14,11 @@ import dataclasses
 import json
 from typing import Any, ClassVar
 
-from specrun.plugin import (
-    DATA_RULES,
-    JUDGE_THRESHOLD,
-    Assertion,
-    AssertionType,
-    Check,
-    EvaluationError,
-    JudgeReply,
-    Message,
-    Parsed,
-    Verdict,
-    data_block,
-    parse_verdict,
-)
+from ..._core.data import Assertion, Message
+from ..._core.errors import EvaluationError
+from ..._core.kinds import AssertionType, Check, Verdict
+from ..._core.services import Parsed
+from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
 
 LLM_PROMPT_VERSION = "llm-judge/2"
 VALIDATOR_PROMPT_VERSION = "validator/2"

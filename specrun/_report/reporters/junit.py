@@ -17,8 +17,7 @@ from itertools import groupby
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
-from specrun.plugin import CaseStats
-
+from ..stability import CaseStats
 from ._common import (
     Report,
     WholeFileReporter,
