@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,3 +14,67 @@ def test_no_module_is_over_500_lines():
     sizes = {f.relative_to(ROOT).as_posix(): len(f.read_text(encoding="utf-8").splitlines()) for f in files}
     too_long = {name: n for name, n in sizes.items() if n > MAX_LINES}
     assert not too_long, f"split these by responsibility (at most {MAX_LINES} lines): {too_long}"
+
+
+def _imports(path: Path, package: list[str], modules: set[str]) -> set[str]:
+    """The specrun modules a module imports at module level (``TYPE_CHECKING`` blocks included)."""
+    found: set[str] = set()
+    body = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.If | ast.Try):
+            body.extend([*node.body, *getattr(node, "orelse", [])])
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])]) if node.level else node.module or ""
+            found.update(m for m in [module, *(f"{module}.{a.name}" for a in node.names)] if m in modules)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+    return found
+
+
+def test_no_import_circle_has_more_than_three_modules():
+    files = {}
+    for f in ROOT.glob("specrun/**/*.py"):
+        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+        package = parts[:-1]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        files[".".join(parts)] = (f, package)
+    graph = {name: _imports(f, package, set(files)) - {name} for name, (f, package) in files.items()}
+    # strongly connected components (Tarjan), iteratively
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                circles.append(sorted(component))
+    big = [c for c in circles if len(c) > 3]
+    assert not big, f"import circles of more than 3 modules (module level, TYPE_CHECKING included): {big}"
+    assert ["specrun._core.kinds"] in circles  # the kinds import no room that imports them

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from .._project.imports import ref_problem
 from .data import Agent, Assertion, Case, Context, Message, Response, Suite, Usage
 from .errors import EvaluationError
 from .redact import expand_env
@@ -103,8 +104,14 @@ class AssertionType(Plugin):
     validator_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
-        """Yield ``(field, message)`` for each mistake in the assertion's parameters."""
-        return ()
+        """Yield ``(field, message)`` for each mistake in the assertion's parameters.
+
+        This one checks that each ``ref_params`` reference given can be found from ``base_dir``
+        (without importing it); an override yields from it too.
+        """
+        for param in self.ref_params:
+            if isinstance(ref := assertion.params.get(param), str) and (problem := ref_problem(ref, [base_dir])):
+                yield param, problem
 
     @classmethod
     def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:

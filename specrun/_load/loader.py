@@ -26,7 +26,6 @@ from .._core.data import (
 )
 from .._core.errors import Problem, SpecrunError, SuiteError
 from .._core.kinds import AssertionType
-from .._project.imports import ref_problem
 from .._project.registry import Registry
 from .case_rules import (
     GeneratedLimits,
@@ -258,14 +257,10 @@ class Loader:
             yield from generated_problems(case, self.registry, self.limits)
         for path, assertion in assertions_of(case):
             cls = self.registry.get("assertion", assertion["type"])
-            if generated and not cls.data_only:
-                continue  # refused above
-            for param in cls.ref_params:
-                if isinstance(ref := assertion.get(param), str) and (problem := ref_problem(ref, [base_dir])):
-                    yield [*path, param], problem
-            if cls.problems is not AssertionType.problems:  # else it checks nothing beyond its schema
-                for field, message in cls().problems(to_assertion(assertion), base_dir):
-                    yield [*path, field], message
+            if (generated and not cls.data_only) or (cls.problems is AssertionType.problems and not cls.ref_params):
+                continue  # refused above, or the type checks nothing beyond its schema
+            for field, message in cls().problems(to_assertion(assertion), base_dir):
+                yield [*path, field], message
         for path, part in _file_parts(case.get("input")):
             if generated:
                 yield path, f"generated case {case['id']!r} may not attach files"

@@ -159,7 +159,7 @@ def _compile(flag: str, text: str) -> Expression:
 
 
 @dataclass
-class Selection:
+class CaseFilter:
     """``--run``, ``-m`` and ``-k`` as given (None: not given); ``matches(case)`` applies all three."""
 
     run: str | None = None

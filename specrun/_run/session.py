@@ -31,7 +31,7 @@ from .._report.outputs import check_outputs, default_stream
 from .._report.stream import ResultStream
 from .plan import Jobs, ModelUse, Plan, build_plan, load_inputs
 from .runner import Runner, RunOptions
-from .selection import Selection
+from .selection import CaseFilter
 from .settings import INTERRUPT_GRACE
 from .shard import Shard
 from .shard import select as select_shard
@@ -105,7 +105,7 @@ class RunSession:
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
         self.options = _options(request, self.project.config)
-        self.selection = Selection(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
+        self.selection = CaseFilter(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = model_client(self.project, request.no_cache)
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []

@@ -91,6 +91,7 @@ class Script(AssertionType):
                 "give the function as either 'script' or 'use'" + (", not both" if given else ""),
             )
             return
+        yield from super().problems(assertion, base_dir)  # the reference can be found (ref_params)
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params
