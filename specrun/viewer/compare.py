@@ -81,7 +81,7 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
 
 
 def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, Entry]]:
-    cases: dict[tuple[str, str], Outcome] = {}
+    cases: dict[tuple[str, ...], Outcome] = {}
     owners: dict[int, Entry] = {}
     for x in entries:
         rates = [r["status"] for r in x.rows if r["status"] != "skipped"]
@@ -89,6 +89,7 @@ def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, En
             id=x.case_id,
             file=x.suite,
             status=x.status,
+            agent=x.agent or "",
             name=x.name or None,
             pass_rate=100.0 * rates.count("passed") / len(rates) if rates else None,
             runs=len(rates),
