@@ -149,9 +149,10 @@ def compare_sides(old: Side, new: Side) -> Comparison:
         cd = change.cost_delta
         if cd:
             (result.costlier if cd > 0 else result.cheaper).append(change)
-    for n in added:
-        target = result.newly_failing if n.status in FAILING else result.added
-        target.append(Change(None, n))
+    for n in added:  # every case only in NEW is a new case; one that fails is newly failing too
+        result.added.append(Change(None, n))
+        if n.status in FAILING:
+            result.newly_failing.append(result.added[-1])
     result.missing = [Change(o, None) for o in missing]
     result.slower.sort(key=lambda c: -(c.duration_delta or 0))
     result.faster.sort(key=lambda c: c.duration_delta or 0)

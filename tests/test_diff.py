@@ -71,7 +71,7 @@ def test_compare_sorts_cases(files):
     assert ids(c.fixed) == ["gets_fixed"]
     assert ids(c.still_failing) == ["still_red"]
     assert ids(c.moved) == ["wobbles"]  # passes under its gate, but its pass rate moved
-    assert ids(c.added) == ["brand_new"]
+    assert ids(c.added) == ["brand_new", "new_and_red"]  # a new case that fails is a new case too
     assert ids(c.missing) == ["goes_away"]
     assert ids(c.slower) == ["slows"] and c.faster == []
     assert ids(c.costlier) == ["slows"]
@@ -108,7 +108,10 @@ def test_markdown_comment(files):
     assert text.startswith(f"## specrun diff\n\n{verdict}")
     for title in ("❌ Newly failing (2)", "✅ Fixed (1)", "🔁 Still failing (1)", "〰️ Pass rate moved (flaky) (1)"):
         assert f"### {title}" in text
-    assert "### ➕ New cases (1)" in text and "### ❓ Missing from NEW (1)" in text
+    assert "### ➕ New cases (2)" in text and "### ❓ Missing from NEW (1)" in text
+    added = text[text.index("### ➕ New cases") :].split("\n\n")[1]
+    assert "| brand\\_new | passed (100.0%) |" in added and "| new\\_and\\_red · evil" in added
+    assert "| failed (0.0%) |" in added
     assert "### 🐢 Slower (mean duration) (1)" in text and "### 💸 Costlier per run (1)" in text
     assert "| breaks | passed (100.0%) | failed (33.3%) |" in text
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
@@ -174,7 +177,7 @@ def test_runs_against_several_agents_pair_by_case_and_agent(tmp_path):
         c = compare_files(*pair)
         assert sorted((x.case.id, x.case.agent) for x in c.newly_failing) == [("capital", "a"), ("greeting", "b")]
         assert [(x.case.id, x.case.agent) for x in c.still_failing] == [("capital", "b")]
-        assert not c.missing
+        assert [(x.case.id, x.case.agent) for x in c.added] == [("greeting", "b")] and not c.missing
         text = to_markdown(c)
         assert "| capital [a] | passed (100.0%) | failed (50.0%) |" in text and "| greeting [b] | (new) |" in text
     twice = matrix_records({("capital", "a"): ["passed"], ("capital", "b"): ["passed"]})
