@@ -350,6 +350,15 @@ async def test_a_damaged_history_row_gets_a_page_that_says_so(viewer_app):
         assert "damaged" in await _page(client, path)
 
 
+async def test_an_agents_traceback_is_shown_closed_and_escaped(viewer_app):
+    _, client = viewer_app
+    run = await _page(client, "/run?id=old")
+    escaped = TRACEBACK.replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    assert f'<details class="traceback"><summary>Traceback</summary><pre class="">{escaped}</pre></details>' in run
+    assert "<script>x()" not in run
+    assert run.count('class="traceback"') == 1  # the other cases have none: no section
+
+
 async def test_notices_come_only_from_what_the_server_did(viewer_app):
     viewer, client = viewer_app
     forged = await _page(client, "/run?id=old&approved=everything+is+fine&notice=everything+is+fine")

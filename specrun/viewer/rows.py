@@ -50,6 +50,7 @@ CASE = {
 RESULT = {
     **dict.fromkeys(("tool_calls", "turns", "checkpoints", "assertions", "warnings"), ARRAY),
     "usage": OBJECT,
+    "traceback": TEXT,
 }
 REQUIRED = {"id", "run_id", "case_id", "run_index", "status", "result"}  # never empty as specrun writes them
 FALLBACK = {"status": "error", "run_index": 0}  # a verdict that cannot be read is no pass

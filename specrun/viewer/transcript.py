@@ -132,6 +132,8 @@ def repetition(record: dict[str, Any], approve: Any = None) -> str:
     parts = ['<div class="facts">' + " · ".join(f"{k}: {v}" for k, v in facts) + "</div>"]
     if record.get("error"):
         parts.append(f"<h4>{e(str(record.get('status')).capitalize())}</h4>{pre(record['error'])}")
+    if record.get("traceback"):  # where the agent raised: long, so closed until asked for
+        parts.append(f'<details class="traceback"><summary>Traceback</summary>{pre(record["traceback"])}</details>')
     for warning in record.get("warnings") or []:
         parts.append(f'<div class="meta">warning: {e(warning)}</div>')
     if record.get("input") is not None:
