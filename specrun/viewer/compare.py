@@ -13,7 +13,7 @@ from typing import Any
 
 from ..diff import Change, Outcome, Side, compare_sides
 from ..history import CaseKey
-from .html import as_text, badge, e, layout, ms, table, url, when
+from .html import as_text, badge, damaged, e, layout, ms, table, url, when
 from .store import Entry, Store
 
 MAX_CHANGES = 10  # output changes shown on a case's page
@@ -33,7 +33,8 @@ def _output(entry: Entry | None) -> str:
     else:
         text = as_text(record.get("output"))
     error = f'<p class="s-error">{e(record.get("error"))}</p>' if record.get("error") else ""
-    return f"{badge(entry.status)} {e(ms(entry.duration_ms))}{error}<pre>{e(text)}</pre>"
+    note = damaged("Its history row is damaged", entry.damaged) if entry.damaged else ""
+    return f"{badge(entry.status)} {e(ms(entry.duration_ms))}{note}{error}<pre>{e(text)}</pre>"
 
 
 def _sides(before: Entry | None, after: Entry | None, titles: tuple[str, str]) -> str:
@@ -65,7 +66,8 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
     rows = [
         f'<tr data-status="{e(x.status)}"><td><a href="{e(url("/run", id=run["id"]))}">'
         f"{e(when(run['started_at']))}</a></td>"
-        f'<td>{badge(x.status)}</td><td class="num">{e(ms(x.duration_ms))}</td><td class="num">{x.tokens}</td>'
+        f"<td>{badge(x.status)}{' (damaged in the history)' if x.damaged else ''}</td>"
+        f'<td class="num">{e(ms(x.duration_ms))}</td><td class="num">{x.tokens}</td>'
         f"<td><code>{e(', '.join(sorted(x.fingerprints))[:12])}</code></td></tr>"
         for run, x in timeline
     ]
