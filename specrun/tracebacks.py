@@ -30,8 +30,11 @@ def user_traceback(exc: BaseException | None) -> str | None:
         exc = exc.__cause__
     if exc is None or isinstance(exc, SpecrunError):
         return None
-    lines = traceback.TracebackException(type(exc), exc, _from_user(exc.__traceback__), compact=True).format()
-    return _bounded(redact("".join(lines)))
+    try:
+        lines = traceback.TracebackException(type(exc), exc, _from_user(exc.__traceback__), compact=True).format()
+        return _bounded(redact("".join(lines)))
+    except Exception:  # evidence on top of the error message: never the reason a case or the run fails
+        return None
 
 
 def _ours(frame: FrameType) -> bool:

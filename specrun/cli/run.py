@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -162,14 +164,16 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from ..console import ConsoleReport
     from .main import debugging
 
-    # Direct mode (``-i "hello"``) is pipeable: stdout carries the answer alone.
+    # Direct mode (``-i "hello"``) is pipeable: stdout carries the answer alone (what a Python
+    # agent prints goes to stderr with the console).
     direct = session.direct and not request.outputs
     tracebacks = flags["verbose"] or debugging(click.get_current_context())
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"], tracebacks=tracebacks, stderr=direct)
     from ..problems import display_path
 
     console.output_paths = [display_path(Path(o)) for o in session.outputs]
-    summary = await session.run(console)  # a failed report raises, and keeps the stream
+    with contextlib.redirect_stdout(sys.stderr) if direct else contextlib.nullcontext():
+        summary = await session.run(console)  # a failed report raises, and keeps the stream
     if direct:
         _print_direct(summary.stream)
     session.discard_stream()
@@ -254,8 +258,6 @@ def _loop_factory() -> Any:
 def _print_direct(stream: Path) -> None:
     """Direct-message mode: the agent's answer on stdout (alone: the console is on stderr), as
     safe for a terminal as run mode's."""
-    import sys
-
     from ..console import clean, reader_gone
     from ..github_actions import commands_stopped
     from ..stability import iter_stream
