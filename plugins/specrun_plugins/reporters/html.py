@@ -45,7 +45,7 @@ MAX_CHART_ROWS = 500
 CSS = """
 *{box-sizing:border-box}body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;
 padding:16px;color:#1f2328;background:#fff}h1{margin:0 0 4px}h2{margin:24px 0 8px;font-size:18px}
-.meta{color:#59636e}[hidden]{display:none!important}
+.meta{color:#59636e}header p{margin:4px 0}[hidden]{display:none!important}
 .banner{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px;margin:12px 0}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0}
 .card{border:1px solid #d1d9e0;border-radius:8px;padding:8px 14px;min-width:110px}
@@ -361,7 +361,8 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>specrun report</title><style>{CSS}</style></head><body>\n"
-        f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p></header>\n'
+        f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p>'
+        f'<p class="meta" id="timeout">Timeout: {e(report.timeout_text())}</p></header>\n'
     )
     if report.interrupted:
         out.write(
