@@ -96,7 +96,7 @@ async def test_multi_run_report_expands_runs(browser, reports):
         text = await page.js("document.body.innerText")
         assert "pass^3" in text and "Pass rate per case" in text
         widths = await page.js("[...document.querySelectorAll('#chart-pass-rate .bar')].map(b => b.style.width)")
-        assert widths == ["66.7%", "100%", "0%"]
+        assert widths == ["66.7%", "0%", "100%"]  # failed, error, passed
         await page.js("document.getElementById('case-0').open = true")
         runs = await page.js("[...document.querySelectorAll('#case-0 details.part > summary')].map(s => s.textContent)")
         assert any(r.startswith("Run 2: failed") for r in runs)

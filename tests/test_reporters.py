@@ -262,6 +262,14 @@ def test_html_with_runs_shows_runs(registry, multi, tmp_path):
     assert "Run 2: failed" in text and "Consistency" in text and "pass^3" in text
 
 
+def test_html_lists_failures_and_errors_first(registry, stream, tmp_path):
+    text = write_report(registry, tmp_path / "r.html", stream)
+    listed = re.findall(r'<span class="cid">([^<]*)</span>', text)
+    charted = re.findall(r'<span class="bar-label" title="([^"]*)"', text.split('id="chart-duration"')[0])
+    # as the viewer orders a run: failed, error, passed, skipped, each in suite order
+    assert listed == charted == ["T002", "hostile", "T003", "T005", "T001", "tools", "dyn", "T004"]
+
+
 def _timeout_header(registry, tmp_path: Path, records: list[dict[str, Any]]) -> str:
     text = write_report(registry, tmp_path / "t.html", write_stream(tmp_path / "t.jsonl", records))
     return re.search(r'<p class="meta" id="timeout">Timeout: ([^<]*)</p>', text).group(1)

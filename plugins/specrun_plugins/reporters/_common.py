@@ -28,6 +28,12 @@ from specrun.plugin import (
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
+ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # the viewer's order (specrun.viewer.store)
+
+
+def failures_first(cases: list[CaseStats]) -> list[CaseStats]:
+    """``cases`` failed first, then errors, passed, skipped; each group keeps its suite order."""
+    return sorted(cases, key=lambda c: ORDER.get(c.status, len(ORDER)))
 
 
 def as_text(value: Any) -> str:

@@ -31,6 +31,7 @@ from ._common import (
     as_text,
     clip,
     cost,
+    failures_first,
     fmt_ms,
     input_text,
     pct,
@@ -158,8 +159,9 @@ def _cards(report: Report) -> str:
     return f'<section id="summary" class="cards">{body}</section>'
 
 
-def _charts(report: Report) -> str:
-    cases = report.cases[:MAX_CHART_ROWS]
+def _charts(listed: list[CaseStats]) -> str:
+    """Pass rate and mean duration per case, in the order the page lists them (the first 500)."""
+    cases = listed[:MAX_CHART_ROWS]
     if not cases:
         return ""
     longest = max((c.total_ms / c.runs for c in cases if c.runs), default=0.0) or 1.0
@@ -177,11 +179,7 @@ def _charts(report: Report) -> str:
             f'{row}<span class="bar" style="width:{100 * avg / longest:.1f}%"></span></span>'
             f"<span>{fmt_ms(avg if c.runs else None)}</span></div>"
         )
-    more = (
-        f'<p class="meta">First {len(cases)} of {len(report.cases)} cases.</p>'
-        if len(report.cases) > len(cases)
-        else ""
-    )
+    more = f'<p class="meta">First {len(cases)} of {len(listed)} cases.</p>' if len(listed) > len(cases) else ""
     return (
         '<section id="charts"><h2>Pass rate per case</h2><div class="chart" id="chart-pass-rate">'
         + "".join(rates)
@@ -377,7 +375,8 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     if env:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
-    out.write(_agents(report) + _charts(report) + "\n")
+    listed = failures_first(report.cases)  # as the viewer lists a run: what needs a look first
+    out.write(_agents(report) + _charts(listed) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
         f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'
@@ -388,7 +387,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         '<input type="search" id="filter" placeholder="Filter by text" aria-label="Filter by text">'
         f'<span id="shown" class="meta">{len(report.cases)} cases</span>{_exports(report)}</div><div id="cases">\n'
     )
-    for i, case in enumerate(report.cases):
+    for i, case in enumerate(listed):
         out.write(_case(report, case, i, limit))
     out.write(f"</div></section>\n<script>{SCRIPT}</script>\n</body></html>\n")
 
