@@ -24,7 +24,6 @@ from typing import IO, Any
 from specrun.plugin import CaseStats
 
 from ._common import (
-    ICONS,
     LABELS,
     Report,
     WholeFileReporter,
@@ -73,7 +72,35 @@ button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
 white-space:pre-wrap;word-break:break-word;max-height:480px;margin:4px 0}
 details.part>summary{cursor:pointer;font-weight:600;margin:6px 0}.where{color:#59636e;font-size:12px}
 .export{border:1px solid #d1d9e0;border-radius:6px;padding:4px 10px;color:#0969da;text-decoration:none}
+.i{width:1em;height:1em;vertical-align:-.15em;flex:none}.i.s-passed{color:#1a7f37}.i.s-failed{color:#d1242f}
+.i.s-error{color:#bf8700}.i.s-skipped{color:#8c959f}button[aria-pressed=true] .i{background:#fff;border-radius:50%}
 """
+
+# Status icons drawn as SVG, not emoji: a machine without an emoji font shows emoji as empty boxes.
+# Each is drawn once as a <symbol> and referenced by <use> (same document: the CSP fetches nothing).
+SHAPES = {
+    "passed": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M4.5 8.3l2.3 2.3 4.7-4.9" '
+    'fill="none" stroke="#fff" stroke-width="1.8"/>',
+    "failed": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M5.2 5.2l5.6 5.6m0-5.6l-5.6 5.6" '
+    'stroke="#fff" stroke-width="1.8"/>',
+    "error": '<path d="M8 1.2l7 13.2H1z" fill="currentColor"/><path d="M8 5.5v4.2m0 1.6v1.5" stroke="#fff" '
+    'stroke-width="1.7"/>',
+    "skipped": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M5 5l3.2 3L5 11zm3.6 0l3.2 3-3.2 3z" '
+    'fill="#fff"/>',
+}
+SYMBOLS = (
+    '<svg width="0" height="0" style="position:absolute" aria-hidden="true">'
+    + "".join(f'<symbol id="i-{s}" viewBox="0 0 16 16">{d}</symbol>' for s, d in SHAPES.items())
+    + "</svg>"
+)
+
+
+def icon(status: str) -> str:
+    """A status's icon (decorative: its label is next to it); none for an unknown status."""
+    if status not in SHAPES:
+        return ""
+    return f'<svg class="i s-{status}" aria-hidden="true"><use href="#i-{status}"/></svg>'
+
 
 SCRIPT = """
 (function () {
@@ -203,7 +230,7 @@ def _agents(report: Report) -> str:
     rows = "".join(
         f"<tr><td>{e(case_id)}</td>"
         + "".join(
-            f'<td class="s-{e(cells[n].status)}">{ICONS[cells[n].status]} {pct(cells[n].pass_rate)}</td>'
+            f'<td class="s-{e(cells[n].status)}">{icon(cells[n].status)} {pct(cells[n].pass_rate)}</td>'
             if n in cells
             else "<td>-</td>"
             for n in grid.agents
@@ -265,7 +292,7 @@ def _assertions(record: dict[str, Any], limit: int) -> str:
         expected = _pre(a["expected"], limit) if "expected" in a else ""
         actual = _pre(a["actual"], limit) if "actual" in a else ""
         rows.append(
-            f"<tr><td>{ICONS.get(status, '')} {e(status)}</td><td>{e(a.get('type'))}</td>"
+            f"<tr><td>{icon(status)} {e(status)}</td><td>{e(a.get('type'))}</td>"
             f"<td>{e(clip(str(a.get('message') or ''), limit))}</td><td>{expected}</td><td>{actual}</td></tr>"
         )
     table = "<table><tr><th>Status</th><th>Type</th><th>Message</th><th>Expected</th><th>Actual</th></tr>"
@@ -288,7 +315,7 @@ def _turns(record: dict[str, Any], limit: int) -> str:
     checkpoints = record.get("checkpoints") or []
     if checkpoints:
         items = "".join(
-            f"<li>{'✅' if cp.get('passed') else '❌'} {e(cp.get('id'))}"
+            f"<li>{icon('passed' if cp.get('passed') else 'failed')} {e(cp.get('id'))}"
             f" (turn {e(cp.get('reached_at_turn') or '-')})</li>"
             for cp in checkpoints
             if isinstance(cp, dict)
@@ -317,7 +344,7 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
     first = records[0] if records else {}
     rate = f'<span class="rate">{pct(case.pass_rate)}</span>' if report.multi else ""
     head = (
-        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(report.label(case))}</span>'
+        f'<summary><span class="icon">{icon(case.status)}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
         + ('<span class="flaky" title="flaky in the run history">flaky</span>' if case.flaky else "")
         + f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
@@ -358,7 +385,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>specrun report</title><style>{CSS}</style></head><body>\n"
+        f"<title>specrun report</title><style>{CSS}</style></head><body>{SYMBOLS}\n"
         f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p>'
         f'<p class="meta" id="timeout">Timeout: {e(report.timeout_text())}</p></header>\n'
     )
@@ -379,7 +406,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     out.write(_agents(report) + _charts(listed) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
-        f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'
+        f'<button type="button" data-filter="{s}" aria-pressed="false">{icon(s)} {LABELS[s]} ({n})</button>'
         for s, n in counts.items()
     )
     out.write(
