@@ -174,6 +174,8 @@ class Result:
             data["tags"] = case.tags
         if case.min_pass_rate is not None:
             data["min_pass_rate"] = case.min_pass_rate
+        if case.timeout is not None:  # its own or its suite's; else the run's (``timeout_s`` of the start line)
+            data["timeout_s"] = case.timeout
         data["file"] = case.location.file
         data["line"] = case.location.line
         return data
