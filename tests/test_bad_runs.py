@@ -123,7 +123,9 @@ BAD: dict[str, Bad] = {
     "unknown_output_extension": Bad(
         [*SUITE, "-o", "out.csv"], ["no reporter writes 'out.csv' (known extensions: ", ".jsonl"]
     ),
-    "parallel_zero": Bad([*SUITE, "--parallel", "0"], ["Invalid value for '--parallel': 0 is not in the range x>=1"]),
+    "parallel_zero": Bad(
+        [*SUITE, "--parallel", "0"], ["Invalid value for '-j' / '--parallel': 0 is not in the range x>=1"]
+    ),
     "before_hook_missing": Bad([*SUITE, "--before", "nohooks.BeforeAll"], ["--before: cannot find module 'nohooks'"]),
     "missing_suite_path": Bad(["suitez.jsonl"], ["no such file or directory: suitez.jsonl"]),
 }

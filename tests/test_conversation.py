@@ -233,6 +233,8 @@ async def test_a_crashing_agent_is_an_error(registry, tmp_path):
     assert result.status == "error"
     assert result.error == "agent error: ValueError: db down (in turn 2)"
     assert len(result.turns) == 1
+    assert "in boom\n" in result.traceback and result.traceback.endswith("ValueError: db down\n")
+    assert "specrun/_run/conversation.py" not in result.traceback  # the agent's frames, not specrun's
 
 
 async def test_a_checkpoint_that_cannot_be_judged_is_an_error(registry, tmp_path):

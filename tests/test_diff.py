@@ -71,7 +71,7 @@ def test_compare_sorts_cases(files):
     assert ids(c.fixed) == ["gets_fixed"]
     assert ids(c.still_failing) == ["still_red"]
     assert ids(c.moved) == ["wobbles"]  # passes under its gate, but its pass rate moved
-    assert ids(c.added) == ["brand_new"]
+    assert ids(c.added) == ["brand_new", "new_and_red"]  # a new case that fails is a new case too
     assert ids(c.missing) == ["goes_away"]
     assert ids(c.slower) == ["slows"] and c.faster == []
     assert ids(c.costlier) == ["slows"]
@@ -108,7 +108,10 @@ def test_markdown_comment(files):
     assert text.startswith(f"## specrun diff\n\n{verdict}")
     for title in ("❌ Newly failing (2)", "✅ Fixed (1)", "🔁 Still failing (1)", "〰️ Pass rate moved (flaky) (1)"):
         assert f"### {title}" in text
-    assert "### ➕ New cases (1)" in text and "### ❓ Missing from NEW (1)" in text
+    assert "### ➕ New cases (2)" in text and "### ❓ Missing from NEW (1)" in text
+    added = text[text.index("### ➕ New cases") :].split("\n\n")[1]
+    assert "| brand\\_new | passed (100.0%) |" in added and "| new\\_and\\_red · evil" in added
+    assert "| failed (0.0%) |" in added
     assert "### 🐢 Slower (mean duration) (1)" in text and "### 💸 Costlier per run (1)" in text
     assert "| breaks | passed (100.0%) | failed (33.3%) |" in text
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
@@ -131,7 +134,7 @@ def test_loads_json_reports_and_streams_alike(files, tmp_path):
         assert ids(c.fixed) == ids(from_streams.fixed) and ids(c.moved) == ids(from_streams.moved)
         assert ids(c.slower) == ["slows"] and ids(c.costlier) == ["slows"]
     side = load_side(new_json)
-    assert side.cases[("suites/chat.yaml", "breaks")].pass_rate == pytest.approx(33.3, abs=0.05)
+    assert side.cases[("suites/chat.yaml", "breaks", "")].pass_rate == pytest.approx(33.3, abs=0.05)
 
 
 def test_single_run_json_reports(tmp_path):
@@ -150,6 +153,48 @@ def test_cases_match_by_id_when_paths_differ(tmp_path):
     new = write_stream(tmp_path / "b.jsonl", runs("x", 1, ["failed"], file="/ci/two/suite.yaml"))
     c = compare_files(old, new)
     assert ids(c.newly_failing) == ["x"] and not c.added and not c.missing
+
+
+def matrix_records(verdicts: dict[tuple[str, str], list[str]]) -> list[dict[str, Any]]:
+    """Result records of a run against several agents: (case, agent) -> the status of each run."""
+    cases = {cid: case(cid, line) for line, cid in enumerate(dict.fromkeys(c for c, _ in verdicts), 1)}
+    return [
+        result(cases[cid], status, f"{agent} says {status}", run=run, agent=agent)
+        for (cid, agent), statuses in verdicts.items()
+        for run, status in enumerate(statuses, 1)
+    ]
+
+
+def test_runs_against_several_agents_pair_by_case_and_agent(tmp_path):
+    registry = get_plugin_manager().registry
+    green = ["passed", "passed"]
+    old = {("capital", "a"): green, ("capital", "b"): ["failed"] * 2, ("greeting", "a"): green}
+    new = {**old, ("capital", "a"): ["passed", "failed"], ("greeting", "b"): ["error"] * 2}
+    sides = [write_stream(tmp_path / f"{n}.jsonl", matrix_records(v), runs=2) for n, v in (("old", old), ("new", new))]
+    for n, stream in zip(("old", "new"), sides, strict=True):
+        write_report(registry, tmp_path / f"{n}.json", stream)
+    for pair in (sides, [tmp_path / "old.json", tmp_path / "new.json"], [sides[0], tmp_path / "new.json"]):
+        c = compare_files(*pair)
+        assert sorted((x.case.id, x.case.agent) for x in c.newly_failing) == [("capital", "a"), ("greeting", "b")]
+        assert [(x.case.id, x.case.agent) for x in c.still_failing] == [("capital", "b")]
+        assert [(x.case.id, x.case.agent) for x in c.added] == [("greeting", "b")] and not c.missing
+        text = to_markdown(c)
+        assert "| capital [a] | passed (100.0%) | failed (50.0%) |" in text and "| greeting [b] | (new) |" in text
+    twice = matrix_records({("capital", "a"): ["passed"], ("capital", "b"): ["passed"]})
+    write_stream(tmp_path / "twice.jsonl", [*twice, twice[0]])
+    with pytest.raises(
+        UsageError, match=r"case 'capital' of suites/chat\.yaml with agent 'a' has a second result for run 1"
+    ):
+        load_side(tmp_path / "twice.jsonl")
+
+
+def test_one_agent_compares_with_another(tmp_path):
+    """Outside a matrix the agent is no part of a case's identity: agent v1's run against v2's."""
+    old = write_stream(tmp_path / "a.jsonl", matrix_records({("x", "v1"): ["passed"], ("y", "v1"): ["failed"]}))
+    new = write_stream(tmp_path / "b.jsonl", matrix_records({("x", "v2"): ["failed"], ("y", "v2"): ["passed"]}))
+    c = compare_files(old, new)
+    assert ids(c.newly_failing) == ["x"] and ids(c.fixed) == ["y"] and not c.added and not c.missing
+    assert "| x | passed | failed |" in to_markdown(c)  # no agent named: there is one on each side
 
 
 @pytest.mark.parametrize(

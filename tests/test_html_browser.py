@@ -96,7 +96,36 @@ async def test_multi_run_report_expands_runs(browser, reports):
         text = await page.js("document.body.innerText")
         assert "pass^3" in text and "Pass rate per case" in text
         widths = await page.js("[...document.querySelectorAll('#chart-pass-rate .bar')].map(b => b.style.width)")
-        assert widths == ["66.7%", "100%", "0%"]
+        assert widths == ["66.7%", "0%", "100%"]  # failed, error, passed
         await page.js("document.getElementById('case-0').open = true")
         runs = await page.js("[...document.querySelectorAll('#case-0 details.part > summary')].map(s => s.textContent)")
         assert any(r.startswith("Run 2: failed") for r in runs)
+
+
+# Every status button's label and icon, as drawn: its text, whether that text holds an emoji (a
+# machine without an emoji font draws one as an empty box) and the drawn size of its SVG icon.
+CONTROLS = """[...document.querySelectorAll('button[data-filter]')].map(b => {
+  const use = b.querySelector('svg use');
+  const box = use ? use.getBBox() : {width: 0, height: 0};
+  return [b.dataset.filter, b.innerText.trim(), /\\p{Extended_Pictographic}/u.test(b.textContent),
+          Math.round(box.width), Math.round(box.height)];
+})"""
+
+
+async def test_status_controls_need_no_emoji_font(browser, reports):
+    async with browser() as page:
+        await page.open(reports["single"].as_uri())
+        controls = await page.js(CONTROLS)
+        assert [c[:3] for c in controls] == [
+            ["all", "All", False],
+            ["passed", "Passed (3)", False],
+            ["failed", "Failed (2)", False],
+            ["error", "Error (2)", False],
+            ["skipped", "Skipped (1)", False],
+        ]
+        assert all(w > 0 and h > 0 for _, _, _, w, h in controls[1:])  # each status's icon is drawn
+        # Nor does any other mark of the page itself (row icons, assertion table, checkpoints) need one.
+        await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")
+        assert await page.js("/\\p{Extended_Pictographic}/u.test(document.body.innerText)") is False
+        icons = "[...document.querySelectorAll('#cases svg use')].filter(u => u.getBBox().width > 0).length"
+        assert await page.js(icons) >= 8 + 3  # a row's each, and the open assertion tables' and checkpoints'

@@ -141,3 +141,55 @@ def test_plain_specrun_without_suites_says_what_to_do(tmp_path):
     (tmp_path / "suites").mkdir()
     proc = run_cli([], cwd=tmp_path)
     assert proc.returncode == 2 and "suites: no such file or folder: tests" in proc.stderr
+
+
+def _tree(folder: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
+
+
+def test_init_checks_every_path_before_writing_any(tmp_path):
+    (tmp_path / "suites").write_text("my notes\n")  # a file where init makes a folder
+    (tmp_path / ".gitignore").write_bytes(b"node_modules/\n\xff\xfe\n")  # not UTF-8
+    before = _tree(tmp_path)
+    proc = run_cli(["init"], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "init: nothing was written:" in proc.stderr
+    assert "suites is a file, but init writes suites/example.yaml under a folder of that name (move suites away)" in (
+        proc.stderr
+    )
+    assert ".gitignore is not UTF-8 text (byte 0xff on line 2) (save it as UTF-8" in proc.stderr
+    assert _tree(tmp_path) == before
+    (tmp_path / "suites").unlink()
+    (tmp_path / ".gitignore").unlink()
+    (tmp_path / ".gitignore").mkdir()
+    (tmp_path / "proj").write_text("")
+    proc = run_cli(["init"], cwd=tmp_path)  # one problem: one line with its fix
+    assert proc.returncode == 2
+    assert "init: .gitignore is a folder; nothing was written (move it away" in proc.stderr
+    proc = run_cli(["init", "proj/new"], cwd=tmp_path)  # the folder to create is under a file
+    assert proc.returncode == 2 and "proj is a file, but init writes proj/new/specrun.yaml" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".gitignore", "proj"]
+
+
+def test_a_failed_write_undoes_the_others(tmp_path, monkeypatch):
+    import specrun._project.scaffold
+
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    (tmp_path / ".specrun").mkdir()
+    (tmp_path / ".specrun" / ".gitignore").write_text("# written by specrun\n*\n")  # a run came first
+    before = _tree(tmp_path)
+    put = specrun._project.scaffold._put
+
+    def disk_full(path: Path, text: str, *args):
+        if path.name == ".gitignore" and path.parent.name == ".specrun":  # the last write
+            raise OSError(28, "No space left on device", str(path))
+        put(path, text, *args)
+
+    monkeypatch.setattr(specrun._project.scaffold, "_put", disk_full)
+    proc = run_cli(["init", "."], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "init: cannot write .specrun/.gitignore: No space left on device; nothing was written" in proc.stderr
+    assert _tree(tmp_path) == before  # the files, the schemas folder and the .gitignore lines undone
+    proc = run_cli(["init", "new"], cwd=tmp_path)
+    assert proc.returncode == 0  # no .specrun/.gitignore to write there
+    assert (tmp_path / "new" / "specrun.yaml").is_file()

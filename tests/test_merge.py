@@ -105,6 +105,10 @@ def test_a_missing_shard_makes_the_merged_run_incomplete(root):
     assert report["summary"]["not_run"] == 7
     compared = run_cli(["diff", "merged.json", "merged.json"], cwd=root)
     assert compared.returncode == 1 and "NEW is incomplete" in compared.stdout
+    run_cli(["merge", str(shards[0]), str(shards[2]), "-o", "part.jsonl"], cwd=root)
+    done = run_cli(["merge", "part.jsonl", str(shards[1]), "-o", "whole.json"], cwd=root)  # the missing one joins
+    assert done.returncode == 1 and "3 of 3 shards, 21 cases" in done.stdout, done.stdout + done.stderr
+    assert json.loads((root / "whole.json").read_text())["metadata"]["incomplete"] is None
 
 
 def test_a_shard_cut_short_makes_the_merged_run_incomplete(root):
@@ -153,6 +157,11 @@ def test_refuses_streams_of_different_suites_or_runs(root, tmp_path):
         ('{"type": "start", "total_cases": 1}\n', "not a shard's stream: its run had no --shard I/N"),
         ('{"type": "result", "id": "a", "status": "passed"}\n', "its first line is no start record"),
         ("not json\n{}\n", "bad.jsonl: not a specrun report"),
+        (
+            '{"type": "start", "shard": {"index": 1, "count": 2, "selected": 1, "selection": "s", "partition": "p",'
+            ' "contents": {"suite.yaml": ["c1"]}}}\n',
+            "bad.jsonl:1: field shard: expected index, count, selected, selection, partition, contents",
+        ),
     ],
 )
 def test_refuses_what_is_not_a_shard_stream(root, content, message):
@@ -176,3 +185,73 @@ def test_merge_does_not_overwrite_a_stream(root):
     shards = halves(root)
     done = run_cli(["merge", *map(str, shards), "-o", str(shards[0])], cwd=root)
     assert done.returncode == 2 and "is an input of this run" in done.stderr
+
+
+def test_refuses_shards_of_different_versions_of_a_case(root):
+    first = halves(root)[0]
+    suite = root / "agent" / "suite1.jsonl"
+    lines = suite.read_text().splitlines()
+    lines[4] = json.dumps(dict(reversed(json.loads(lines[4]).items())))  # c4 written otherwise, the same case
+    suite.write_text("\n".join(lines) + "\n")
+    again = root / "again.jsonl"
+    run_cli(["agent", "--shard", "2/2", "-o", str(again), "-q"], cwd=root)
+    assert run_cli(["merge", str(first), str(again)], cwd=root).returncode == 1  # c6 fails, as before
+    lines[4] = json.dumps({"id": "c4", "input": "say 1-4", "expected": "say 1-4 now"})  # c4 expects something else
+    suite.write_text("\n".join(lines) + "\n")
+    run_cli(["agent", "--shard", "2/2", "-o", str(again), "-q"], cwd=root)
+    message = refused(root, first, again)
+    assert f"{first} and {again} ran different versions of case 'c4' of agent/suite1.jsonl" in message
+
+
+def test_a_shard_missing_planned_results_is_incomplete_never_passed(root):
+    shards, lost = halves(root), {}
+    for shard in shards:  # the failing results gone, the summaries kept: every result left passed
+        lines = shard.read_text().splitlines()
+        kept = [line for line in lines if json.loads(line).get("status") != "failed"]
+        shard.write_text("\n".join(kept) + "\n")
+        lost[shard] = (len(lines) - len(kept), len(lines) - 2)
+    done = run_cli(["merge", *map(str, shards), "-o", "merged.json", "-o", "merged.md"], cwd=root)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "INCOMPLETE" in done.stdout and "ALL TESTS PASSED" not in done.stdout
+    report = json.loads((root / "merged.json").read_text())
+    for shard, (missing, planned) in lost.items():
+        if missing:
+            why = f"{shard} lacks {missing} of the {planned} results it planned"
+            assert why in done.stderr and why in report["metadata"]["incomplete"]
+    assert report["summary"]["not_run"] == 3 and report["summary"]["failed"] == 0
+    assert "**Incomplete**" in (root / "merged.md").read_text()
+
+
+AGENTS = {"a": "return text", "b": 'return "wrong" if text.endswith(("1", "2")) else text'}
+
+
+def test_a_run_against_several_agents_merges_and_diffs(tmp_path):
+    """One result per (case, agent): the shards of a matrix run join into its reports."""
+    (tmp_path / "specrun.yaml").write_text("")
+    for name, body in AGENTS.items():
+        folder = tmp_path / "agents" / name
+        folder.mkdir(parents=True)
+        code = f"def reply(messages, ctx):\n    text = messages[-1].content\n    {body}\n"
+        (folder / f"{name}_bot.py").write_text(code)
+        (folder / "agent.yaml").write_text(f"id: {name}\ntarget: python:{name}_bot:reply\n")
+    cases = [json.dumps({"id": f"c{i}", "input": f"say {i}", "expected": f"say {i}"}) for i in range(6)]
+    (tmp_path / "suite.jsonl").write_text("\n".join(cases) + "\n")
+    agents = ("suite.jsonl", "-n", "a", "-n", "b", "-q")
+    whole = run_cli([*agents, "-o", "whole.json", "-o", "whole.jsonl"], cwd=tmp_path)
+    assert whole.returncode == 1, whole.stdout + whole.stderr
+    shards = run_shards(tmp_path, 2, inputs=agents)
+    done = run_cli(["merge", *map(str, shards), "-o", "merged.json", "-o", "merged.jsonl"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "2 of 2 shards, 12 cases): 2 FAILED, 10 PASSED" in done.stdout
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("whole.json", "merged.json"))
+    assert a["matrix"] == b["matrix"]
+
+    def by_agent(results: list[dict]) -> list[dict]:  # a case's agents in the order its shards list them
+        return without_timing(sorted(results, key=lambda r: (r["line"], r["agent"])))
+
+    assert by_agent(a["results"]) == by_agent(b["results"])
+    assert without_timing(a["summary"]["agents"]) == without_timing(b["summary"]["agents"])
+    for old, new in (("whole.json", "merged.jsonl"), ("whole.jsonl", "merged.json")):
+        compared = run_cli(["diff", old, new], cwd=tmp_path)
+        assert compared.returncode == 0 and "No regressions" in compared.stdout, compared.stdout + compared.stderr
+        assert "| c1 [b] | failed | failed |" in compared.stdout and "c1 [a]" not in compared.stdout

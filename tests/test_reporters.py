@@ -262,6 +262,56 @@ def test_html_with_runs_shows_runs(registry, multi, tmp_path):
     assert "Run 2: failed" in text and "Consistency" in text and "pass^3" in text
 
 
+def test_html_lists_failures_and_errors_first(registry, stream, tmp_path):
+    text = write_report(registry, tmp_path / "r.html", stream)
+    listed = re.findall(r'<span class="cid">([^<]*)</span>', text)
+    charted = re.findall(r'<span class="bar-label" title="([^"]*)"', text.split('id="chart-duration"')[0])
+    # as the viewer orders a run: failed, error, passed, skipped, each in suite order
+    assert listed == charted == ["T002", "hostile", "T003", "T005", "T001", "tools", "dyn", "T004"]
+
+
+def _timeout_header(registry, tmp_path: Path, records: list[dict[str, Any]]) -> str:
+    text = write_report(registry, tmp_path / "t.html", write_stream(tmp_path / "t.jsonl", records))
+    return re.search(r'<p class="meta" id="timeout">Timeout: ([^<]*)</p>', text).group(1)
+
+
+def test_html_header_shows_the_timeout_that_applied(registry, tmp_path):
+    plain = [result(case("a", 1), "passed"), result(case("b", 2), "failed")]
+    assert _timeout_header(registry, tmp_path, plain) == "2.0m"  # the run's (RunInfo's default)
+    fast = [result(case(f"f{i}", i, file="suites/fast.yaml", timeout=30.0), "passed") for i in (1, 2)]
+    assert _timeout_header(registry, tmp_path, fast) == "30.0s"  # every case had its suite's
+    assert _timeout_header(registry, tmp_path, plain + fast) == "30.0s (suites/fast.yaml), 2.0m (others)"
+    mixed = [*plain, result(case("slow", 9, timeout=300.0), "passed")]
+    skipped = result(case("s", 1, file="suites/never.yaml", skip=True, timeout=1.0), "skipped", None)
+    assert (  # a case's own timeout counts; a skipped case had none
+        _timeout_header(registry, tmp_path, [*mixed, *fast, skipped])
+        == "30.0s (suites/fast.yaml), 5.0m (some cases of suites/chat.yaml), 2.0m (others)"
+    )
+    many = [result(case("x", 1, file=f"s{i}.yaml", timeout=10.0), "passed") for i in range(5)]
+    named = "10.0s (s0.yaml, s1.yaml, s2.yaml and 2 more suites), 2.0m (others)"
+    assert _timeout_header(registry, tmp_path, [*plain, *many]) == named
+    own = [result(case(f"o{i}", i, timeout=float(i)), "passed") for i in range(1, 30)]  # a header stays short
+    assert _timeout_header(registry, tmp_path, [*plain, *own, *fast]) == (
+        "1.0s to 30.0s (some cases of suites/chat.yaml, suites/fast.yaml), 2.0m (others)"
+    )
+
+
+def test_a_suites_default_timeout_reaches_the_html_header(tmp_path):
+    from support.cli import run_cli
+
+    (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
+    (tmp_path / "echo.py").write_text("def respond(messages, ctx):\n    return 'hi'\n")
+    (tmp_path / "agent.yaml").write_text("target: python:echo:respond\n")
+    (tmp_path / "fast.yaml").write_text("defaults: {timeout: 3s}\ncases:\n  - {id: f1, input: x}\n")
+    (tmp_path / "plain.yaml").write_text("cases:\n  - {id: p1, input: x}\n  - {id: p2, input: x, timeout: 4s}\n")
+    done = run_cli(["fast.yaml", "plain.yaml", "-o", "out.jsonl", "-o", "out.html"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert {r["id"]: r.get("timeout_s") for r in lines if r["type"] == "result"} == {"f1": 3.0, "p1": None, "p2": 4.0}
+    header = re.search(r'id="timeout">Timeout: ([^<]*)<', (tmp_path / "out.html").read_text()).group(1)
+    assert header == "3.0s (fast.yaml), 4.0s (some cases of plain.yaml), 10.0s (others)"
+
+
 @pytest.mark.parametrize("ext", EXTENSIONS)
 def test_interrupted_run_is_said(registry, tmp_path, ext):
     records = single_run_records()[:2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,12 +16,16 @@ import support.cli
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
 AGENT = """
-import asyncio, json, time
+import asyncio, json, os, time
 
 CALLS = []
 
 def echo(messages, ctx):
     return messages[-1].text
+
+def chatty(messages, ctx):
+    print("debug: thinking about", messages[-1].text)
+    return {"answer": messages[-1].text}
 
 async def slow(messages, ctx):
     await asyncio.sleep(float(messages[-1].text))
@@ -28,6 +33,12 @@ async def slow(messages, ctx):
 
 def crash(messages, ctx):
     raise RuntimeError("boom " + messages[-1].text)
+
+def leaks(messages, ctx):
+    return _connect(os.environ["DB_PASSWORD"])
+
+def _connect(password):
+    raise ConnectionError("login refused for " + password)
 
 def env(messages, ctx):
     return {"user": ctx.user, "team": ctx.team, "locale": ctx.locale, "extra": ctx.extra}
@@ -228,6 +239,7 @@ def test_hook_order_and_after_always_runs(tmp_path):
     assert events[6] == ["after_all", ["passed", "error", "error"], "global"]
     by_id = results_by_id(tmp_path / "out.jsonl")
     assert "before hook hooks_mod.BrokenBefore failed: ValueError: no database" in by_id["nodb"]["error"]
+    assert 'in BrokenBefore\n    raise ValueError("no database")' in by_id["nodb"]["traceback"]
     assert proc.returncode == 1
 
 
@@ -270,12 +282,67 @@ def test_skip_run_filter_and_dry_run(tmp_path):
     assert not (tmp_path / "dry.jsonl").exists()
 
 
-def test_direct_message_mode_prints_to_stdout(tmp_path):
+def test_direct_message_mode_prints_the_answer_alone_on_stdout(tmp_path):
     make_project(tmp_path, [{"id": "a", "input": "x"}])
-    proc = run("-i", "what is up", "-n", "python:agent_mod:echo", cwd=tmp_path)
+    proc = run("-i", "what is up", "-n", "python:agent_mod:chatty", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.rstrip().endswith("what is up")
+    assert json.loads(proc.stdout) == {"answer": "what is up"}  # pipeable: `specrun -i ... | jq` reads it
+    assert "Agent Test" in proc.stderr and "ALL TESTS PASSED" in proc.stderr
+    assert "debug: thinking about what is up" in proc.stderr  # what the agent prints, too
     assert not list(tmp_path.glob("output-*.jsonl"))
+    proc = run("-i", "what is up", "-n", "python:agent_mod:crash", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (1, "")  # no answer: not even `null`
+    assert "agent error: RuntimeError: boom what is up" in proc.stderr
+
+
+def test_an_agents_exception_keeps_its_traceback_masked(tmp_path):
+    make_project(tmp_path, [{"id": "a", "input": "x"}], function="leaks")
+    env = {"DB_PASSWORD": "hunter2-but-longer"}
+    proc = run("suite.jsonl", "-o", "out.jsonl", "-o", "report.json", "-o", "report.xml", cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr  # only with -v or --debug
+    trace = results_by_id(tmp_path / "out.jsonl")["a"]["traceback"]
+    # The agent's frames, from its function on: none of specrun's above it.
+    assert trace.startswith('Traceback (most recent call last):\n  File "'), trace
+    assert re.search(r'agent_mod.py", line \d+, in leaks\n    return _connect\(', trace) and "in _connect" in trace
+    assert "/specrun/" not in trace and "specrun_plugins" not in trace and "threading" not in trace
+    assert trace.endswith("ConnectionError: login refused for [REDACTED:DB_PASSWORD]\n")
+    assert json.loads((tmp_path / "report.json").read_text())["results"][0]["traceback"] == trace
+    assert "in _connect" in (tmp_path / "report.xml").read_text()  # in the <error> element, for CI
+    assert "hunter2" not in "".join(p.read_text() for p in tmp_path.glob("report.*"))
+    for flag in ("-v", "--debug"):
+        proc = run("suite.jsonl", flag, cwd=tmp_path, env=env)
+        assert "      Traceback (most recent call last):" in proc.stdout, flag
+        assert "in _connect" in proc.stdout and "hunter2" not in proc.stdout
+
+
+def test_j_is_parallel(tmp_path):
+    make_project(tmp_path, [{"id": "a", "input": "x"}])
+    proc = run("suite.jsonl", "-j", "3", "-o", "out.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert records(tmp_path / "out.jsonl")[0]["parallel"] == 3
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["suite.jsonl", "--debug", "--dry-run"],
+        ["--debug", "suite.jsonl", "--dry-run"],
+        ["--debug", "validate", "suite.jsonl"],
+        ["validate", "suite.jsonl", "--debug"],
+        ["--debug", "-i", "hi", "-n", "python:agent_mod:echo", "--dry-run"],
+    ],
+)
+def test_debug_works_anywhere_on_the_command_line(tmp_path, args):
+    make_project(tmp_path, [{"id": "a", "input": "x"}])
+    proc = run(*args, cwd=tmp_path)
+    assert proc.returncode == 0 and "Error" not in proc.stderr, proc.stderr
+
+
+def test_debug_after_the_paths_shows_the_traceback_of_an_error(tmp_path):
+    make_project(tmp_path, [{"id": "a", "input": "x"}])
+    proc = run("suite.jsonl", "-n", "missing.agent", "--debug", cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown agent 'missing.agent'" in proc.stderr
+    assert "Traceback (most recent call last)" in proc.stderr
 
 
 def test_bad_input_exit_2_and_no_agent_exit_2(tmp_path):

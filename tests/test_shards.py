@@ -76,12 +76,14 @@ def test_partition_is_the_same_whatever_the_folder_or_the_input_order(tmp_path):
     second = tmp_path / "elsewhere" / "b"
     shutil.copytree(first, second)
     files = tuple(f"agent/suite{f}.jsonl" for f in range(3))
-    ids = []
+    ids, selections = [], set()
     for root, inputs in ((first, files), (second, tuple(reversed(files)))):
         outs = run_shards(root, 3, inputs=inputs)
         ids.append([sorted((r["file"], r["id"]) for r in results(out)) for out in outs])
         assert len({start(out)["shard"]["partition"] for out in outs}) == 1
+        selections |= {start(out)["shard"]["selection"] for out in outs}
     assert ids[0] == ids[1]
+    assert len(selections) == 1  # the same cases' content too, wherever the checkout is: shards merge
 
 
 def test_an_empty_shard_is_a_run_of_nothing_that_passes(tmp_path):

@@ -270,3 +270,116 @@ def test_a_long_run_lists_its_first_cases_then_all_on_request(project, monkeypat
     assert first is not None and every is not None
     assert first.count('<details class="case ') == 3 and "The first 3 of 8 cases" in first and "all=1" in first
     assert every.count('<details class="case ') == 8 and "Show all" not in every
+
+
+# -- in process: the app over a history written row by row, as a damaged or a future one may be
+
+TRACEBACK = 'Traceback (most recent call last):\n  File "bot.py", line 3, in answer\nValueError: <script>x()</script>'
+
+
+def _case(run_id: str, case_id: str, status: object, result: object, duration: object = 1.0) -> tuple:
+    text = result if isinstance(result, str) else json.dumps(result)
+    return (run_id, case_id, 1, "bot", "suite.yaml", 3, status, duration, 5, None, None, 0, "f", "h", text)
+
+
+@pytest.fixture(scope="module")
+def damaged_history(tmp_path_factory) -> Path:
+    """Two runs: ``old`` intact, with an agent's traceback; ``new`` with every kind of damage."""
+    root = tmp_path_factory.mktemp("damaged")
+    history = History.open(root, {}, create=True)
+    crash = {"id": "crash", "status": "error", "error": "ValueError: <script>x()</script>", "traceback": TRACEBACK}
+    try:
+        for run_id, started in (("old", "2026-01-01T10:00:00"), ("new", "2026-01-02T10:00:00")):
+            history.add_run({"id": run_id, "started_at": started, "agents": '["bot"]', "suites": '["suite.yaml"]'})
+            history.end_run(run_id, {"total": 4, "passed": 4, "failed": 0, "errors": 0, "skipped": 0})
+        history.add_cases([_case("old", c, "passed", {"id": c, "status": "passed"}) for c in ("cut", "odd", "deep")])
+        history.add_cases(
+            [
+                _case("old", "crash", "error", crash),
+                _case("new", "crash", "passed", {"id": "crash", "status": "passed"}),
+                _case("new", "cut", "passed", json.dumps({"id": "cut", "output": "a long answer"})[:20]),
+                _case("new", "odd", "passsed", {"id": "odd", "turns": 5}, duration="slow"),
+                _case("new", "deep", "passed", {"id": "deep", "turns": [], "checkpoints": [{"reached_at_turn": [1]}]}),
+            ]
+        )
+        history.db.execute("UPDATE runs SET summary = '{\"agents\": {\"bot\"', total = 'four' WHERE id = 'new'")
+    finally:
+        history.close()
+    return root
+
+
+@pytest.fixture
+async def viewer_app(damaged_history):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from specrun.viewer.app import Viewer
+    from specrun.viewer.store import Store
+
+    history = History.open(damaged_history, {})
+    viewer = Viewer(Store(history), damaged_history, "127.0.0.1")
+    server = TestServer(viewer.app(), host="127.0.0.1")
+    async with TestClient(server) as client:
+        viewer.bound(server.port)  # type: ignore[arg-type]
+        yield viewer, client
+    history.close()
+
+
+async def _page(client, path: str) -> str:
+    response = await client.get(path)
+    body = await response.text()
+    assert response.status == 200, body
+    return body
+
+
+async def test_a_damaged_history_row_gets_a_page_that_says_so(viewer_app):
+    _, client = viewer_app
+    runs = await _page(client, "/")
+    assert runs.count("(damaged in the history: open it for what)") == 1  # the new run only
+    run = await _page(client, "/run?id=new")
+    assert "Part of this run&#x27;s history is damaged" in run
+    assert "the run&#x27;s row: total is the text &#x27;four&#x27;, not a whole number" in run
+    assert "the run&#x27;s row: summary is not valid JSON, cut short or edited" in run
+    assert "case cut @bot: result is not valid JSON, cut short or edited (Unterminated string" in run
+    assert "case odd @bot: status is the text &#x27;passsed&#x27;, not one of passed" in run
+    assert "case odd @bot: result.turns is int 5, not a JSON array" in run
+    assert "its result record cannot be shown: TypeError: unhashable type" in run  # deeper than any column
+    found = re.findall(r'data-status="(\w+)"><summary>.*?<span class="cid">(\w+)</span>', run)
+    statuses = {case: status for status, case in found}
+    assert statuses == {"crash": "passed", "cut": "passed", "odd": "error", "deep": "passed"}  # unreadable: error
+    for path in ("/compare?a=old&b=new", "/case?suite=suite.yaml&id=odd&agent=bot"):
+        assert "damaged" in await _page(client, path)
+
+
+async def test_an_agents_traceback_is_shown_closed_and_escaped(viewer_app):
+    _, client = viewer_app
+    run = await _page(client, "/run?id=old")
+    escaped = TRACEBACK.replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    assert f'<details class="traceback"><summary>Traceback</summary><pre class="">{escaped}</pre></details>' in run
+    assert "<script>x()" not in run
+    assert run.count('class="traceback"') == 1  # the other cases have none: no section
+
+
+async def test_notices_come_only_from_what_the_server_did(viewer_app):
+    viewer, client = viewer_app
+    forged = await _page(client, "/run?id=old&approved=everything+is+fine&notice=everything+is+fine")
+    assert 'class="notice"' not in forged and "everything is fine" not in forged
+    key = viewer.notify("old", "Approved: cut → __snapshots__/suite.yaml/cut.txt")
+    assert "Approved: cut → __snapshots__" in await _page(client, f"/run?id=old&notice={key}")
+    assert 'class="notice"' not in await _page(client, f"/run?id=new&notice={key}")  # another run's page
+
+
+async def test_a_page_that_fails_anyway_is_a_readable_error(viewer_app, monkeypatch):
+    from specrun.viewer.store import Store
+
+    _, client = viewer_app
+
+    def unreadable(self, limit=500):
+        raise IndexError("list index out of range")  # what no row check foresaw
+
+    monkeypatch.setattr(Store, "runs", unreadable)
+    response = await client.get("/")
+    body = await response.text()
+    assert response.status == 500 and response.content_type == "text/html"
+    assert "This page could not be shown" in body and "IndexError: list index out of range" in body
+    assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+    assert "Run 2026-01-01" in await _page(client, "/run?id=old")  # the server goes on

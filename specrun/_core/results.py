@@ -64,6 +64,7 @@ class Result:
     run: int = 1
     response: Response | None = None
     error: str | None = None
+    traceback: str | None = None  # where the agent's (or a hook's) exception came from (specrun._run.tracebacks)
     assertions: list[AssertionResult] = field(default_factory=list)
     turns: list[dict[str, Any]] | None = None
     checkpoints: list[dict[str, Any]] | None = None
@@ -83,7 +84,7 @@ class Result:
         assertions = [AssertionResult(**a) for a in record.get("assertions") or []]
         output, calls = record.get("output"), record.get("tool_calls")
         result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
-        result.error, result.assertions = record.get("error"), assertions
+        result.error, result.traceback, result.assertions = record.get("error"), record.get("traceback"), assertions
         result.response = Response(content=output) if output is not None or calls else None
         result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
         result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
@@ -151,6 +152,8 @@ class Result:
         if self.response and self.response.tool_calls:
             data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
         data["error"] = self.error
+        if self.traceback:
+            data["traceback"] = self.traceback
         if self.response and self.response.warnings:
             data["warnings"] = self.response.warnings
         data["assertions"] = [a.to_dict() for a in self.assertions]
@@ -171,6 +174,8 @@ class Result:
             data["tags"] = case.tags
         if case.min_pass_rate is not None:
             data["min_pass_rate"] = case.min_pass_rate
+        if case.timeout is not None:  # its own or its suite's; else the run's (``timeout_s`` of the start line)
+            data["timeout_s"] = case.timeout
         data["file"] = case.location.file
         data["line"] = case.location.line
         return data

@@ -1,251 +1,27 @@
 """Compare two runs' reports: what regressed, what got fixed, pass rates, duration, cost.
 
-Either side may be a JSONL result stream or a ``.json`` report. ``load_side`` reads one and
-rejects what it cannot trust (a field of the wrong type, a case reported twice) with a
-``UsageError`` naming the file and the field, and notes whether the run was complete.
-``compare_sides`` sorts the cases by the rules in docs/reports.md; ``to_markdown`` renders a
+Either side may be a JSONL result stream or a ``.json`` report, read by
+:func:`specrun._history.report_loading.load_side`. ``compare_sides`` sorts the cases by the rules in
+docs/reports.md, a case run against several agents once per agent; ``to_markdown`` renders a
 pull-request comment, with every case text escaped.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.errors import UsageError
-from .._report.display import md_text, shorten
-from .._report.stability import CaseStats, failure_reason, scan
+from .._report.display import md_text
+from .report_loading import Outcome, Side, load_side
+
+__all__ = ["Change", "Comparison", "Outcome", "Side", "compare_files", "compare_sides", "load_side", "to_markdown"]
 
 FAILING = ("failed", "error")
-STATUSES = ("passed", "failed", "error", "skipped")
 MAX_ROWS = 50
 SLOWER = 1.25  # a case is slower (faster) when its mean duration moved by this ratio
 MIN_DURATION_MS = 100.0  # ... and by at least this much
-
-# -- loading ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """One case in one report."""
-
-    id: str
-    file: str
-    status: str
-    name: str | None = None
-    pass_rate: float | None = None
-    runs: int = 1
-    duration_ms: float | None = None  # mean per run
-    cost: float | None = None  # mean per run
-    reason: str | None = None
-
-    @property
-    def label(self) -> str:
-        rate = f" ({self.pass_rate:.1f}%)" if self.runs > 1 and self.pass_rate is not None else ""
-        return f"{self.status}{rate}"
-
-
-@dataclass
-class Side:
-    """A loaded report: its cases by (file, id), its summary, and why it is incomplete (if it is)."""
-
-    path: Path
-    cases: dict[tuple[str, str], Outcome]
-    summary: dict[str, Any]
-    incomplete: list[str] = field(default_factory=list)
-
-
-class _Bad(Exception):
-    """A record of the wrong shape; the caller adds where it is."""
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-# What each field diff reads must be (null is always allowed); a mapping is a nested object.
-_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "string": ("a string", lambda v: isinstance(v, str)),
-    "integer": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    "number": ("a finite number", _finite),
-    "boolean": ("true or false", lambda v: isinstance(v, bool)),
-    "list": ("a list", lambda v: isinstance(v, list)),
-    "status": (" or ".join(STATUSES), lambda v: isinstance(v, str) and v in STATUSES),
-}
-_USAGE = {"prompt_tokens": "integer", "completion_tokens": "integer", "total_tokens": "integer", "cost": "number"}
-_RESULT = {
-    **dict.fromkeys(("id", "name", "file", "error", "reason"), "string"),
-    **dict.fromkeys(("line", "run", "runs"), "integer"),
-    **dict.fromkeys(("duration_ms", "avg_duration_ms", "pass_rate", "min_pass_rate"), "number"),
-    **dict.fromkeys(("tags", "assertions", "turns"), "list"),
-    "status": "status",
-    "usage": _USAGE,
-}
-_SUMMARY = {
-    **dict.fromkeys(("total_cases", "passed", "failed", "errors", "skipped", "not_run"), "integer"),
-    **dict.fromkeys(("overall_pass_rate", "duration_ms", "min_pass_rate"), "number"),
-    "interrupted": "boolean",
-    "usage": _USAGE,
-}
-_START = {"total_cases": "integer", "runs": "integer"}
-_REPORT = {"summary": _SUMMARY, "metadata": {"interrupted": "boolean"}}
-
-
-def _check(record: dict[str, Any], fields: dict[str, Any], prefix: str = "", required: tuple[str, ...] = ()) -> None:
-    """Raise ``_Bad`` naming the first field of ``record`` that is not what ``fields`` says."""
-    for name in required:
-        if record.get(name) is None:
-            raise _Bad(f"field {prefix}{name} is missing")
-    for name, kind in fields.items():
-        value = record.get(name)
-        if value is None:
-            continue
-        if isinstance(kind, dict):
-            if not isinstance(value, dict):
-                raise _Bad(f"field {prefix}{name}: expected an object, got {_shown(value)}")
-            _check(value, kind, f"{prefix}{name}.")
-        elif not _KINDS[kind][1](value):
-            raise _Bad(f"field {prefix}{name}: expected {_KINDS[kind][0]}, got {_shown(value)}")
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return shorten(text, 60)
-
-
-def _from_stats(c: CaseStats) -> Outcome:
-    return Outcome(
-        id=c.id,
-        file=c.file,
-        status=c.status,
-        name=c.name,
-        pass_rate=None if c.pass_rate is None else round(c.pass_rate, 1),  # as a .json report has it
-        runs=c.runs,
-        duration_ms=c.total_ms / c.runs if c.runs else None,
-        cost=c.cost / c.runs if c.cost is not None and c.runs else None,
-        reason=c.reason,
-    )
-
-
-def _from_result(r: dict[str, Any]) -> Outcome:
-    status = r["status"]
-    runs = r.get("runs") or 1
-    rate = r.get("pass_rate")
-    if rate is None and status != "skipped":
-        rate = 100.0 if status == "passed" else 0.0
-    usage: dict[str, Any] = r.get("usage") or {}
-    return Outcome(
-        id=r["id"],
-        file=r.get("file") or "",
-        status=status,
-        name=r.get("name"),
-        pass_rate=rate,
-        runs=runs,
-        duration_ms=r.get("avg_duration_ms", r.get("duration_ms")),
-        cost=usage["cost"] / runs if usage.get("cost") is not None else None,
-        reason=r.get("reason") or failure_reason(r),
-    )
-
-
-def _first_record(path: Path) -> Any:
-    with open(path, "rb") as f:
-        for line in f:
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except ValueError:
-                    return None
-    return None
-
-
-def _line_at(path: Path, offset: int) -> int:
-    with open(path, "rb") as f:
-        return f.read(offset).count(b"\n") + 1
-
-
-def _load_stream(path: Path) -> Side:
-    seen: set[tuple[str, str, int]] = set()
-
-    def check(offset: int, record: dict[str, Any]) -> None:
-        try:
-            kind = record.get("type", "result")
-            if kind not in ("start", "result", "summary"):
-                raise _Bad(f"field type: expected start, result or summary, got {_shown(kind)}")
-            if kind == "result":
-                _check(record, _RESULT, required=("id", "status"))
-                key = (record.get("file") or "", record["id"], record.get("run") or 1)
-                if key in seen:
-                    raise _Bad(f"duplicate id: case {key[1]!r} of {key[0] or '?'} has a second result for run {key[2]}")
-                seen.add(key)
-            else:
-                _check(record, _START if kind == "start" else _SUMMARY)
-        except _Bad as exc:
-            raise UsageError(f"{path}:{_line_at(path, offset)}: {exc}") from None
-
-    stream = scan(path, check=check)
-    agg = stream.aggregator
-    cases = {(c.file, c.id): _from_stats(c) for c in agg.cases()}
-    summary = {**agg.summary(), **(stream.summary or {})}
-    incomplete = [] if stream.summary is not None else ["no summary line: the run was killed or had not finished"]
-    planned = (stream.start.get("total_cases") or 0) * (stream.start.get("runs") or 1)
-    recorded = sum(c.runs + c.skipped for c in agg.cases())
-    if recorded < planned:
-        incomplete.append(f"{recorded} of {planned} planned runs have a result")
-    return Side(path, cases, summary, incomplete + _cut_short(summary))
-
-
-def _cut_short(summary: dict[str, Any]) -> list[str]:
-    """What a run's summary (or a report's metadata) says was not done."""
-    reasons = ["interrupted"] if summary.get("interrupted") else []
-    if summary.get("not_run"):
-        reasons.append(f"{summary['not_run']} scheduled runs did not run")
-    return reasons
-
-
-def _load_report(path: Path) -> Side:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a specrun report (JSON or JSONL): {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise UsageError(f"{path}: not a specrun report: expected a JSON object with 'results'")
-    cases: dict[tuple[str, str], Outcome] = {}
-    where: dict[tuple[str, str], int] = {}
-    try:
-        _check(data, _REPORT)
-        for i, r in enumerate(data["results"]):
-            if not isinstance(r, dict):
-                raise _Bad(f"field results[{i}]: expected an object, got {_shown(r)}")
-            _check(r, _RESULT, f"results[{i}].", ("id", "status"))
-            key = (r.get("file") or "", r["id"])
-            if key in where:
-                raise _Bad(f"duplicate id: results[{i}] and results[{where[key]}] are both case {key[1]!r}")
-            where[key] = i
-            cases[key] = _from_result(r)
-    except _Bad as exc:
-        raise UsageError(f"{path}: {exc}") from None
-    summary = data.get("summary") or {}
-    metadata = data.get("metadata") or {}
-    reasons = _cut_short({**summary, "interrupted": summary.get("interrupted") or metadata.get("interrupted")})
-    return Side(path, cases, summary, reasons)
-
-
-def load_side(path: Path) -> Side:
-    """Load a JSONL result stream or a ``.json`` report; a ``UsageError`` for anything else."""
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such report file")
-    first = _first_record(path)
-    if isinstance(first, dict) and first.get("type") in ("start", "result", "summary"):
-        return _load_stream(path)
-    return _load_report(path)
-
 
 # -- comparing --------------------------------------------------------------------------------
 
@@ -297,6 +73,7 @@ class Comparison:
     faster: list[Change] = field(default_factory=list)
     costlier: list[Change] = field(default_factory=list)
     cheaper: list[Change] = field(default_factory=list)
+    matrix: bool = False  # a side ran cases against several agents: cases are named with theirs
 
     @property
     def rate_dropped(self) -> list[Change]:
@@ -312,24 +89,44 @@ class Comparison:
         )
 
 
-def _pair(old: Side, new: Side) -> tuple[list[Change], list[Outcome], list[Outcome]]:
-    """Cases in both reports, only in ``old``, only in ``new``; linear in the number of cases."""
-    pairs = [Change(o, new.cases[k]) for k, o in old.cases.items() if k in new.cases]
-    left = {k: o for k, o in old.cases.items() if k not in new.cases}
-    right = {k: n for k, n in new.cases.items() if k not in old.cases}
+def several_agents(side: Side) -> bool:
+    """Some case of ``side`` ran against more than one agent (a matrix run)."""
+    agents: dict[tuple[str, str], str] = {}
+    return any(agents.setdefault((o.file, o.id), o.agent) != o.agent for o in side.cases.values())
+
+
+def _pair(old: Side, new: Side, matrix: bool) -> tuple[list[Change], list[Outcome], list[Outcome]]:
+    """Cases in both reports, only in ``old``, only in ``new``; linear in the number of cases.
+
+    In a matrix the agent is part of a case's identity; otherwise it is not, so that one agent's
+    run compares with another's (a new version under a new id).
+    """
+
+    def exact(o: Outcome) -> tuple[str, ...]:
+        return (o.file, o.id, o.agent) if matrix else (o.file, o.id)
+
+    def loose(o: Outcome) -> tuple[str, ...]:
+        return (o.id, o.agent) if matrix else (o.id,)
+
+    olds = {exact(o): o for o in old.cases.values()}
+    news = {exact(n): n for n in new.cases.values()}
+    pairs = [Change(o, news[k]) for k, o in olds.items() if k in news]
+    left = {k: o for k, o in olds.items() if k not in news}
+    right = {k: n for k, n in news.items() if k not in olds}
     # Paths may differ between the two runs (another checkout): match leftovers by unique id.
-    left_count, right_count = Counter(o.id for o in left.values()), Counter(n.id for n in right.values())
-    right_by_id = {n.id: k for k, n in right.items() if right_count[n.id] == 1}
+    left_count, right_count = Counter(map(loose, left.values())), Counter(map(loose, right.values()))
+    right_by_id = {loose(n): k for k, n in right.items() if right_count[loose(n)] == 1}
     for k, o in list(left.items()):
-        if left_count[o.id] == 1 and o.id in right_by_id:
-            pairs.append(Change(left.pop(k), right.pop(right_by_id[o.id])))
+        if left_count[loose(o)] == 1 and loose(o) in right_by_id:
+            pairs.append(Change(left.pop(k), right.pop(right_by_id[loose(o)])))
     return pairs, list(left.values()), list(right.values())
 
 
 def compare_sides(old: Side, new: Side) -> Comparison:
     """Sort every case into the comparison's lists."""
-    result = Comparison(old, new)
-    pairs, missing, added = _pair(old, new)
+    matrix = several_agents(old) or several_agents(new)
+    result = Comparison(old, new, matrix=matrix)
+    pairs, missing, added = _pair(old, new, matrix)
     for change in pairs:
         before, now = change.old.status, change.new.status  # type: ignore[union-attr]
         if now in FAILING and before not in FAILING:
@@ -352,9 +149,10 @@ def compare_sides(old: Side, new: Side) -> Comparison:
         cd = change.cost_delta
         if cd:
             (result.costlier if cd > 0 else result.cheaper).append(change)
-    for n in added:
-        target = result.newly_failing if n.status in FAILING else result.added
-        target.append(Change(None, n))
+    for n in added:  # every case only in NEW is a new case; one that fails is newly failing too
+        result.added.append(Change(None, n))
+        if n.status in FAILING:
+            result.newly_failing.append(result.added[-1])
     result.missing = [Change(o, None) for o in missing]
     result.slower.sort(key=lambda c: -(c.duration_delta or 0))
     result.faster.sort(key=lambda c: c.duration_delta or 0)
@@ -389,8 +187,8 @@ def _signed(value: float | None, fmt: str = "{:+.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _name(o: Outcome) -> str:
-    text = md_text(o.id, 80)
+def _name(o: Outcome, matrix: bool = False) -> str:
+    text = md_text(o.id, 80) + (f" [{md_text(o.agent, 40)}]" if matrix and o.agent else "")
     return f"{text} · {md_text(o.name, 80)}" if o.name else text
 
 
@@ -459,6 +257,9 @@ def to_markdown(c: Comparison) -> str:
     lines += [f"Old: {md_text(c.old.path)} · New: {md_text(c.new.path)}", ""]
     lines += _totals(c)
 
+    def name(o: Outcome) -> str:
+        return _name(o, c.matrix)
+
     def status(o: Outcome | None) -> str:
         return "(new)" if o is None else md_text(o.label)
 
@@ -466,21 +267,21 @@ def to_markdown(c: Comparison) -> str:
         return md_text(ch.new.reason or "", 160) if ch.new else ""
 
     head = ["Case", "Before", "Now", "Reason"]
-    rows = [[_name(x.case), status(x.old), status(x.new), reason(x)] for x in c.newly_failing]
+    rows = [[name(x.case), status(x.old), status(x.new), reason(x)] for x in c.newly_failing]
     lines += _table("❌ Newly failing", head, rows)
-    rows = [[_name(x.case), status(x.old), status(x.new)] for x in c.newly_skipped]
+    rows = [[name(x.case), status(x.old), status(x.new)] for x in c.newly_skipped]
     lines += _table("⏭️ Newly skipped", head[:3], rows)
-    lines += _table("❓ Missing from NEW", ["Case", "Was"], [[_name(x.case), status(x.old)] for x in c.missing])
-    rows = [[_name(x.case), status(x.old), status(x.new)] for x in c.fixed]
+    lines += _table("❓ Missing from NEW", ["Case", "Was"], [[name(x.case), status(x.old)] for x in c.missing])
+    rows = [[name(x.case), status(x.old), status(x.new)] for x in c.fixed]
     lines += _table("✅ Fixed", head[:3], rows)
-    rows = [[_name(x.case), status(x.old), status(x.new), reason(x)] for x in c.still_failing]
+    rows = [[name(x.case), status(x.old), status(x.new), reason(x)] for x in c.still_failing]
     lines += _table("🔁 Still failing", head, rows)
-    rows = [[_name(x.case), status(x.old), status(x.new), _signed(x.rate_delta, "{:+.1f} pp")] for x in c.moved]
+    rows = [[name(x.case), status(x.old), status(x.new), _signed(x.rate_delta, "{:+.1f} pp")] for x in c.moved]
     lines += _table("〰️ Pass rate moved (flaky)", ["Case", "Before", "Now", "Change"], rows)
-    lines += _table("➕ New cases", ["Case", "Status"], [[_name(x.case), status(x.new)] for x in c.added])
+    lines += _table("➕ New cases", ["Case", "Status"], [[name(x.case), status(x.new)] for x in c.added])
 
     def moved(changes: list[Change], value: str, fmt: Any, delta: Any) -> list[list[str]]:
-        return [[_name(x.case), fmt(getattr(x.old, value)), fmt(getattr(x.new, value)), delta(x)] for x in changes]
+        return [[name(x.case), fmt(getattr(x.old, value)), fmt(getattr(x.new, value)), delta(x)] for x in changes]
 
     def ms_delta(x: Change) -> str:
         return _signed(x.duration_delta, "{:+.0f}ms")

@@ -6,13 +6,15 @@ Schemas of the installed plugins under ``.specrun/schemas/`` with a ``yaml-langu
 line in each YAML file pointing at its schema (editor completion and checks), and a
 ``.gitignore`` for what runs leave behind: ``.specrun/`` (result streams under
 ``.specrun/runs/``, history) but its schemas, and the model cache. An existing file is never
-overwritten: nothing is written then. An existing ``.gitignore`` gets the missing lines
-appended, as ``cargo init`` does.
+overwritten, and every path is checked before the first is written (a file where a folder
+must be, a ``.gitignore`` that is no UTF-8 text): any problem, and nothing is written. An
+existing ``.gitignore`` gets the missing lines appended, as ``cargo init`` does.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .._core.errors import UsageError
@@ -128,36 +130,146 @@ def files(registry: Registry) -> dict[str, str]:
 
 
 def scaffold(folder: Path, registry: Registry) -> list[str]:
-    """Write the starter project into ``folder``; the paths written (and ``.gitignore`` when it
-    changed). A file that exists already is a ``UsageError`` naming each one, and nothing is written."""
+    """Write the starter project into ``folder``; the paths written (and each ``.gitignore``
+    that changed). Every path is checked before any is written: a file that exists already, a
+    file where a folder must be, a ``.gitignore`` that is no UTF-8 text file is a ``UsageError``
+    naming each one with its fix. A write that fails anyway (a full disk) undoes the others."""
     planned = files(registry)
-    existing = sorted(p for p in [*planned, "specrun.yml", "agent.yml"] if (folder / p).exists())
+    problems = _blocked(folder, planned)
+    updates: dict[str, tuple[bytes | None, str]] = {}
+    for name, lines in ((".gitignore", GITIGNORE), (".specrun/.gitignore", KEEP_SCHEMAS)):
+        path = folder / name
+        if name != ".gitignore" and not os.path.lexists(path):
+            continue  # only a run before init writes .specrun/.gitignore (`*`, hiding the schemas too)
+        try:
+            old = _read_gitignore(path)
+        except _Unreadable as exc:
+            problems.append(exc.args)
+            continue
+        text = _with_lines(old.decode("utf-8") if old is not None else "", lines)
+        if text is not None:
+            updates[name] = (old, text)
+    if len(problems) == 1:
+        raise UsageError(f"init: {problems[0][0]}; nothing was written ({problems[0][1]})")
+    if problems:
+        raise UsageError("init: nothing was written:" + "".join(f"\n  {what} ({fix})" for what, fix in problems))
+    _write_all(folder, planned, updates)
+    return [*planned, *updates]
+
+
+class _Unreadable(Exception):
+    """A ``.gitignore`` init cannot add its lines to: ``(what is wrong, the fix)``."""
+
+
+def _blocked(folder: Path, planned: dict[str, str]) -> list[tuple[str, str]]:
+    """What stops the files of ``planned`` from being created in ``folder``: ``(what, fix)`` pairs."""
+    problems = []
+    # lexists: a dangling symbolic link counts, or writing it would create its target elsewhere
+    existing = sorted(p for p in [*planned, "specrun.yml", "agent.yml"] if os.path.lexists(folder / p))
     if existing:
-        raise UsageError(
-            f"init: {folder.resolve()} has a project already ({', '.join(existing)} exist); nothing was"
-            " written (specrun init never overwrites: move them away or init another folder)"
+        problems.append(
+            (
+                f"{folder.resolve()} has a project already ({', '.join(existing)} exist{'s' * (len(existing) == 1)})",
+                "specrun init never overwrites: move them away or init another folder",
+            )
         )
-    for path, text in planned.items():
-        target = folder / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, "utf-8")
-    written = list(planned)
-    if _update_gitignore(folder / ".gitignore", GITIGNORE):
-        written.append(".gitignore")
-    private = folder / ".specrun" / ".gitignore"  # a run before init wrote `*` there: keep the schemas
-    if private.exists() and _update_gitignore(private, KEEP_SCHEMAS):
-        written.append(".specrun/.gitignore")
-    return written
+    in_the_way: dict[Path, str] = {}  # a file where a folder must be: the first file needing it
+    writable: set[Path] = set()  # the existing folders init creates something in
+    for name in planned:
+        parents = list(reversed((folder / name).parents))  # from the outermost
+        for parent in parents:
+            if os.path.lexists(parent) and not parent.is_dir():
+                in_the_way.setdefault(parent, str(folder / name))
+                break
+        else:
+            writable.add(next(p for p in reversed(parents) if p.is_dir()))
+    for path, name in in_the_way.items():
+        problems.append((f"{path} is a file, but init writes {name} under a folder of that name", f"move {path} away"))
+    for path in sorted(writable):
+        if not os.access(path, os.W_OK | os.X_OK):
+            problems.append((f"the folder {path} is not writable", "check its permissions, or init another folder"))
+    return problems
 
 
-def _update_gitignore(path: Path, text: str) -> bool:
-    """Add the lines of ``text`` (a comment, then patterns) that ``path`` lacks (all to a new file)."""
-    old = path.read_text("utf-8") if path.exists() else ""
+def _read_gitignore(path: Path) -> bytes | None:
+    """The bytes of ``path`` (None when there is none yet), checked to be UTF-8 text init can rewrite."""
+    if not os.path.lexists(path):
+        return None
+    if not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise _Unreadable(f"{path} is {kind}", f"move it away: init writes its ignore lines into a file {path.name}")
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise _Unreadable(
+            f"{path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})",
+            "save it as UTF-8, or move it away, and rerun",
+        ) from None
+    except OSError as exc:
+        raise _Unreadable(f"cannot read {path}: {exc.strerror or exc}", "check its permissions") from None
+    if not os.access(path, os.W_OK):
+        raise _Unreadable(f"{path} is not writable", "check its permissions")
+    return data
+
+
+def _with_lines(old: str, text: str) -> str | None:
+    """``old`` with the lines of ``text`` (a comment, then patterns) it lacks; None when it lacks none."""
     have = {line.strip() for line in old.splitlines()}
     comment, *lines = text.splitlines()
     missing = [line for line in lines if line not in have]
     if not missing:
-        return False
+        return None
     lead = "" if not old or old.endswith("\n") else "\n"
-    path.write_text(old + lead + "\n".join([comment, *missing]) + "\n", "utf-8")
-    return True
+    return old + lead + "\n".join([comment, *missing]) + "\n"
+
+
+def _write_all(folder: Path, planned: dict[str, str], updates: dict[str, tuple[bytes | None, str]]) -> None:
+    """Create the files of ``planned`` and write ``updates`` (old bytes or None, new text); when
+    a write fails, undo the others and raise a ``UsageError`` saying which failed."""
+    done: list[tuple[Path, bytes | None]] = []  # what was created (None) or changed (its old bytes), in order
+    path = folder
+    try:
+        for name, (old, text) in [*((n, (None, t)) for n, t in planned.items()), *updates.items()]:
+            path = folder / name
+            for parent in reversed(path.parents):
+                if not os.path.lexists(parent):
+                    parent.mkdir()
+                    done.append((parent, None))
+            _put(path, text, old, done)
+    except OSError as exc:
+        left = _undo(done)
+        undone = "nothing was written" if not left else f"could not remove what it wrote: {', '.join(left)}"
+        raise UsageError(
+            f"init: cannot write {exc.filename or path}: {exc.strerror or exc}; {undone}"
+            " (free some space or fix the permissions, and rerun)"
+        ) from None
+
+
+def _put(path: Path, text: str, old: bytes | None, done: list[tuple[Path, bytes | None]]) -> None:
+    """Write one file: a new one with "x", so that a file that appeared since the checks is
+    never overwritten; noted in ``done`` as soon as it is ours to undo."""
+    if old is not None:
+        done.append((path, old))
+        path.write_text(text, "utf-8")
+        return
+    with open(path, "x", encoding="utf-8") as fh:
+        done.append((path, None))  # before writing: a write that fails leaves the file behind
+        fh.write(text)
+
+
+def _undo(done: list[tuple[Path, bytes | None]]) -> list[str]:
+    """Put back what ``_write_all`` did, newest first; the paths it could not put back."""
+    left = []
+    for path, old in reversed(done):
+        try:
+            if old is not None:
+                path.write_bytes(old)
+            elif path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
+        except OSError:
+            left.append(str(path))
+    return left

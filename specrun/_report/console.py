@@ -47,10 +47,10 @@ def clean(text: Any, limit: int | None = None) -> str:
     return terminal_text(value) if limit is None else terminal_line(value, limit, "...")
 
 
-def own_stdout() -> IO[str] | None:
-    """A text file on a duplicate of stdout's descriptor: stdout itself when it has no
-    descriptor (a test's capture), None when there is no stdout at all."""
-    out = sys.stdout
+def own_stdout(stderr: bool = False) -> IO[str] | None:
+    """A text file on a duplicate of stdout's (``stderr``: stderr's) descriptor: the stream
+    itself when it has no descriptor (a test's capture), None when there is none at all."""
+    out = sys.stderr if stderr else sys.stdout
     try:
         fd = os.dup(out.fileno())
     except (AttributeError, OSError, ValueError):  # no stdout (``>&-``), or not a real file
@@ -59,11 +59,11 @@ def own_stdout() -> IO[str] | None:
     return os.fdopen(fd, "w", 1 if out.line_buffering else -1, encoding=out.encoding, errors="replace")
 
 
-def reader_gone(out: IO[str]) -> None:
-    """stdout's reader went away: send what is still buffered for ``out`` and stdout to
-    /dev/null, so that it cannot fail the exit either (as pytest does)."""
+def reader_gone(out: IO[str], original: IO[str] | None = None) -> None:
+    """stdout's (or ``original``'s) reader went away: send what is still buffered for ``out``
+    and that stream to /dev/null, so that it cannot fail the exit either (as pytest does)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    for file in (out, sys.__stdout__):
+    for file in (out, original or sys.__stdout__):
         if file is not None:
             with contextlib.suppress(OSError, ValueError):  # not a real file: nothing to redirect
                 os.dup2(devnull, file.fileno())
@@ -71,12 +71,25 @@ def reader_gone(out: IO[str]) -> None:
 
 
 class ConsoleReport:
-    """Prints the run as it goes: a plugin of the run, on the lifecycle hooks (after every other)."""
+    """Prints the run as it goes: a plugin of the run, on the lifecycle hooks (after every other).
+    ``tracebacks``: an agent's exception with its traceback; ``stderr``: on stderr, as direct
+    mode does to keep stdout for the answer."""
 
-    def __init__(self, console: Console | None = None, verbose: bool = False, quiet: bool = False):
-        self.console = console or Console(file=own_stdout(), highlight=False, soft_wrap=False)
+    def __init__(
+        self,
+        console: Console | None = None,
+        verbose: bool = False,
+        quiet: bool = False,
+        tracebacks: bool = False,
+        stderr: bool = False,
+    ):
+        self._original = sys.__stderr__ if stderr else sys.__stdout__
+        if console is None:
+            console = Console(file=own_stdout(stderr), highlight=False, soft_wrap=False)
+        self.console = console
         self.verbose = verbose
         self.quiet = quiet
+        self.tracebacks = tracebacks
         self.done = 0
         self.total = 0
         self._live: Any = None
@@ -102,7 +115,7 @@ class ConsoleReport:
     def _reader_gone(self) -> None:
         """stdout's reader went away: print nothing more (see ``reader_gone``)."""
         self._gone = True
-        reader_gone(self.console.file)
+        reader_gone(self.console.file, self._original)
 
     @hookimpl(trylast=True)
     def run_started(self, info: RunInfo) -> None:
@@ -181,6 +194,9 @@ class ConsoleReport:
             self._print_turns(record)
         if record["error"]:  # labelled with the status: a skip reason is not an error
             self._line("    ", (f"{result.status}: ", STYLE[result.status]), clean(record["error"], 300))
+        if self.tracebacks and record.get("traceback"):
+            for line in clean(record["traceback"]).rstrip("\n").split("\n"):
+                self._line("      ", (line, "dim"))
         for warning in record.get("warnings") or []:
             self._line("    ", ("warning: ", "yellow"), clean(warning, 300))
         for a in record["assertions"]:

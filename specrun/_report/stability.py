@@ -109,7 +109,7 @@ class CaseStats:
     __slots__ = (
         "_m2 _mean agent completion_tokens cost errors failed file flaky has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
-        "tags timeouts total_ms total_tokens"
+        "tags timeout_s timeouts total_ms total_tokens"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None):
@@ -123,6 +123,7 @@ class CaseStats:
         own = record.get("min_pass_rate")
         self.own_gate: float | None = float(own) if own is not None else None
         self.min_pass_rate: float | None = self.own_gate if own is not None else gate
+        self.timeout_s: float | None = t if type(t := record.get("timeout_s")) in (int, float) else None
         self.order = order
         self.passed = self.failed = self.errors = self.skipped = 0
         self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)

@@ -36,6 +36,7 @@ from .._core.errors import SpecrunError, UsageError
 from .._core.kinds import Check, Session, Simulator, SimulatorState, SimulatorTurn
 from .._core.results import AssertionResult, Result
 from .._project.registry import Registry
+from .tracebacks import user_traceback
 from .verdicts import evaluate, judge_usage
 
 
@@ -257,12 +258,13 @@ async def run_conversation(
     )
     status: Status
     error: str | None
+    where = None
     try:
         async with asyncio.timeout(timeout):
             await talk.play()
         status, error = "error", "the conversation ended without a verdict"  # play() always raises
     except _Stop as stop:
-        status, error = stop.status, stop.error
+        status, error, where = stop.status, stop.error, user_traceback(stop.__cause__)
     except TimeoutError:
         missing = f"; missing checkpoints: {', '.join(talk.missing)}" if talk.missing else ""
         status, error = "error", f"{TIMEOUT_ERROR} {format_duration(timeout)} in turn {talk.turn}{missing}"
@@ -272,6 +274,7 @@ async def run_conversation(
         run=run,
         response=talk.response,
         error=error,
+        traceback=where,
         assertions=talk.assertion_results(),
         turns=talk.turns,
         checkpoints=talk.checkpoint_records(),

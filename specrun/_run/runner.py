@@ -53,6 +53,7 @@ from .lifecycle import Lifecycle
 from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
+from .tracebacks import user_traceback
 from .verdicts import combine, evaluate_all, judge_usage
 
 if TYPE_CHECKING:
@@ -324,7 +325,7 @@ class Runner:
                     before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
                 result = await self._execute(job, ctx)
         except _HookFailed as exc:
-            result = Result(case, "error", run=job.run, error=str(exc))
+            result = Result(case, "error", run=job.run, error=str(exc), traceback=user_traceback(exc.__cause__))
         except asyncio.CancelledError:
             cancelled = True
             result = self.cancelled(job)
@@ -420,11 +421,14 @@ class Runner:
             return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = exc.response
-            return Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
+            result = Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
+            result.traceback = user_traceback(exc)
+            return result
         except SpecrunError as exc:
             return Result(case, "error", run=job.run, error=str(exc))
         except Exception as exc:
-            return Result(case, "error", run=job.run, error=f"agent error: {type(exc).__name__}: {exc}")
+            error = f"agent error: {type(exc).__name__}: {exc}"
+            return Result(case, "error", run=job.run, error=error, traceback=user_traceback(exc))
         finally:
             if type(session).close is not Session.close:  # else nothing to release (nor to time)
                 with contextlib.suppress(Exception):

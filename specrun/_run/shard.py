@@ -7,8 +7,11 @@ of their key and dealt round-robin (shard sizes differ by one at most). With dur
 history store's), the longest cases are placed first, each on the shard with the least work so
 far; a case with no past duration counts as the median of those known.
 
-Each shard's result stream records the part it ran (:meth:`Shard.info`): ``specrun merge``
-(:mod:`specrun._history.merge`) checks that the streams it joins are parts of one partition.
+Each shard's result stream records the part it ran (:meth:`Partition.info`): ``specrun merge``
+(:mod:`specrun._history.merge`) checks that the streams it joins are parts of one partition of one
+version of the suites. So the selection's fingerprint covers each case's content (its
+``content_hash``, what the history compares too), not only its key: every shard reads every
+selected case once more, not only its own, to hash it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import hashlib
 import json
 import re
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.errors import UsageError
 
 if TYPE_CHECKING:
-    from .._core.data import Suite
+    from .._core.data import Case, Suite
     from .plan import Selection
 
 _SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -66,6 +69,7 @@ class Partition:
     keys: list[tuple[str, str, str]]  # (file from the project root, case id, agent id), sorted
     assigned: dict[tuple[str, str, str], int]  # key -> 1-based shard
     balanced: bool  # by past durations
+    contents: dict[str, dict[str, str]]  # file -> case id -> its content hash
 
     def info(self, selected: int) -> dict[str, Any]:
         """What a shard's result stream records (``start`` line, key ``shard``)."""
@@ -73,9 +77,11 @@ class Partition:
             "index": self.shard.index,
             "count": self.shard.count,
             "selected": selected,  # cases in the whole selection, every shard's
-            "selection": _digest(self.keys),  # the same cases (suites, filters, agents) in every shard
-            "partition": _digest([self.assigned[k] for k in self.keys]),  # the same split in every shard
+            # The same cases (suites, filters, agents), in the same version, in every shard ...
+            "selection": _digest([self.keys, self.contents]),
+            "partition": _digest([self.assigned[k] for k in self.keys]),  # ... split the same way
             "balanced": self.balanced,
+            "contents": self.contents,  # what names the case that differs when the selections do
         }
 
 
@@ -121,4 +127,22 @@ def select(
     past = durations(sorted({k[1] for k in keys})) if durations is not None else {}
     assigned = partition(keys, shard.count, past)
     chosen = pairs.select(i for i, key in enumerate(keyed) if assigned[key] == shard.index)
-    return chosen, Partition(shard, keys, assigned, any(k[1] in past for k in keys))
+    return chosen, Partition(shard, keys, assigned, any(k[1] in past for k in keys), _contents(pairs, keyed))
+
+
+def _contents(pairs: Selection, keyed: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
+    """Each selected case's content hash, by file and id, sorted; read in one pass over the
+    suites (a case run against several agents is hashed once)."""
+    from .._history.recording import content_hash
+    from .plan import Plan
+
+    contents: dict[str, dict[str, str]] = {}
+    cases: Iterator[tuple[Case, Any]] = Plan(pairs.suites, pairs).cases()
+    for (file, case_id, _), (case, _) in zip(keyed, cases, strict=False):
+        known = contents.setdefault(file, {})
+        if case_id not in known:
+            known[case_id] = content_hash(case)[:_HASH_CHARS]
+    return {file: dict(sorted(ids.items())) for file, ids in sorted(contents.items())}
+
+
+_HASH_CHARS = 12  # of a case's content hash in the start line: 48 bits tell an edited case

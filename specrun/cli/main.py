@@ -29,6 +29,24 @@ COMMANDS = {
 }
 
 
+DEBUG_HELP = "Show tracebacks of errors and of agents' exceptions."
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(dict)["debug"] = True
+
+
+def _debug_option() -> click.Option:
+    """``--debug`` on every command, so that it works after the command and its paths too."""
+    return click.Option(["--debug"], is_flag=True, expose_value=False, callback=_set_debug, help=DEBUG_HELP)
+
+
+def debugging(ctx: click.Context) -> bool:
+    """``--debug`` given anywhere on the command line, or ``SPECRUN_DEBUG`` set."""
+    return bool((ctx.find_object(dict) or {}).get("debug") or os.environ.get("SPECRUN_DEBUG"))
+
+
 class SpecrunGroup(click.Group):
     """Commands imported on first use; a path or a source (``agents:ID``) first runs ``run``."""
 
@@ -38,15 +56,23 @@ class SpecrunGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS or not importlib.util.find_spec(COMMANDS[name]):
             return None
-        return importlib.import_module(COMMANDS[name]).command
+        command: click.Command = importlib.import_module(COMMANDS[name]).command
+        if not any(param.name == "debug" for param in command.params):  # --debug anywhere on the line
+            command.params.append(_debug_option())
+        return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         return super().resolve_command(ctx, self._route(ctx, args))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or args[0] not in ("--help", "-h", "--version", "--debug"):
-            args = self._route(ctx, args)
-        return super().parse_args(ctx, args)
+        # A leading --debug is the group's; what follows it is routed as if it came first.
+        lead = 0
+        while lead < len(args) and args[lead] == "--debug":
+            lead += 1
+        rest = args[lead:]
+        if not rest or rest[0] not in ("--help", "-h", "--version"):
+            rest = self._route(ctx, rest)
+        return super().parse_args(ctx, [*args[:lead], *rest])
 
     def _route(self, ctx: click.Context, args: list[str]) -> list[str]:
         """``args`` for the command they name, else for ``run``. A first word that is no command,
@@ -64,9 +90,8 @@ class SpecrunGroup(click.Group):
 
 @click.group(cls=SpecrunGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="specrun")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+@click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, help=DEBUG_HELP)
+def cli() -> None:
     """Test AI agents from declarative suites (JSONL, YAML or JSON).
 
     \b
@@ -78,7 +103,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     specrun history                 recent runs; --flaky for the flaky cases
     specrun view                    browse the run history in a web app
     """
-    ctx.ensure_object(dict)["debug"] = debug
 
 
 def _traceback() -> None:

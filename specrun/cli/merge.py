@@ -20,8 +20,10 @@ def command(streams: tuple[Path, ...], outputs: tuple[str, ...]) -> None:
 
     \b
     Totals, pass rates and stability are recomputed from every result, as one run would have
-    them. Refuses streams of different suites, filters or agents, and overlapping shards
-    (exit 2). A missing or cut-short shard makes the merged run incomplete.
+    them; a run against several agents, per (case, agent). Refuses streams of different
+    suites, filters or agents or of another version of a case, and overlapping shards (exit 2).
+    A missing or cut-short shard, or one lacking results it planned, makes the merged run
+    incomplete.
     Exit codes as for a run: 0 all passed, 1 a case failed or errored, 3 incomplete, 130
     interrupted. Example: specrun merge shard-*.jsonl -o report.json -o report.xml
     """

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ import click
     help="JSON/YAML file merged into every case's context.",
 )
 @click.option("--timeout", help="Per-case timeout, e.g. 30s, 2m (default 2m; a case's own timeout wins).")
-@click.option("--parallel", type=click.IntRange(min=1), default=None, help="Cases run at once (default 1).")
+@click.option("-j", "--parallel", type=click.IntRange(min=1), default=None, help="Cases run at once (default 1).")
 @click.option(
     "--runs", type=click.IntRange(min=1), default=1, show_default=True, help="Run every case N times (stability)."
 )
@@ -160,13 +162,19 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
         private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
     from .._report.console import ConsoleReport
+    from .main import debugging
 
-    console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"])
+    # Direct mode (``-i "hello"``) is pipeable: stdout carries the answer alone (what a Python
+    # agent prints goes to stderr with the console).
+    direct = session.direct and not request.outputs
+    tracebacks = flags["verbose"] or debugging(click.get_current_context())
+    console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"], tracebacks=tracebacks, stderr=direct)
     from .._load.problems import display_path
 
     console.output_paths = [display_path(Path(o)) for o in session.outputs]
-    summary = await session.run(console)  # a failed report raises, and keeps the stream
-    if session.direct and not request.outputs:
+    with contextlib.redirect_stdout(sys.stderr) if direct else contextlib.nullcontext():
+        summary = await session.run(console)  # a failed report raises, and keeps the stream
+    if direct:
         _print_direct(summary.stream)
     session.discard_stream()
     return summary.exit_code
@@ -248,22 +256,22 @@ def _loop_factory() -> Any:
 
 
 def _print_direct(stream: Path) -> None:
-    """Direct-message mode: the agent's answer on stdout, as safe for a terminal as run mode's."""
-    from .._report.console import clean
+    """Direct-message mode: the agent's answer on stdout (alone: the console is on stderr), as
+    safe for a terminal as run mode's."""
+    from .._report.console import clean, reader_gone
     from .._report.github_actions import commands_stopped
     from .._report.stability import iter_stream
 
-    with commands_stopped(os.environ):  # the answer is the agent's text: no workflow command in it acts
-        for _, record in iter_stream(stream) if stream.exists() else ():
-            if record.get("type") == "result":
-                output = record.get("output")
-                click.echo(
-                    clean(
-                        output
-                        if isinstance(output, str)
-                        else json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
-                    )
-                )
+    try:
+        with commands_stopped(os.environ):  # the answer is the agent's text: no workflow command in it acts
+            for _, record in iter_stream(stream) if stream.exists() else ():
+                if record.get("type") == "result" and record.get("status") != "error":  # no answer: stderr says why
+                    output = record.get("output")
+                    if not isinstance(output, str):
+                        output = json.dumps(output, ensure_ascii=False, indent=2, allow_nan=False)
+                    click.echo(clean(output))
+    except BrokenPipeError:  # the reader went away (`| head -c0`): quietly, the verdict is still the exit code
+        reader_gone(sys.stdout)
 
 
 def _show_plan(plan: Any, runs: int, saved: Path | None, registry: Any) -> None:

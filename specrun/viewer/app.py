@@ -4,7 +4,10 @@ Every response carries a Content-Security-Policy that allows the viewer's own sc
 and nothing else (no inline script, no other origin, no frames), so text that escaping missed
 still could not run. A request whose Host is not this server (DNS rebinding) is refused. The
 one write, approving a snapshot, is a POST that must carry this server's random token and come
-from its own pages; the history database itself is only ever opened read-only.
+from its own pages; the history database itself is only ever opened read-only. A notice on a
+page (``Approved: ...``) is one this server made for what it just did, found by a random key:
+no link can make a page claim something happened. A page that fails anyway (a history damaged
+beyond what ``viewer.rows`` repairs) is a readable error page, never a bare 500.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ CSP = (
 )
 STATIC = {"viewer.css": "text/css", "viewer.js": "text/javascript"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+NOTICES_KEPT = 100  # the newest notices a redirect may still point at
 
 
 class Viewer:
@@ -41,6 +45,7 @@ class Viewer:
         self.host = host
         self.token = secrets.token_urlsafe(24)
         self.origins: set[str] = set()  # set once the port is known (see bound)
+        self.notices: dict[str, tuple[str, str]] = {}  # random key -> (run id, what the server did)
 
     def bound(self, port: int) -> str:
         """Note the port the server listens on; returns the URL to open."""
@@ -70,6 +75,14 @@ class Viewer:
             response = exc
         except SpecrunError as exc:
             response = _html(layout("Error", f"<h1>Error</h1><pre>{e(exc)}</pre>"), 500)
+        except Exception as exc:  # the last resort: the page says what failed, the server goes on
+            text = f"{type(exc).__name__}: {exc}"
+            body = (
+                "<h1>This page could not be shown</h1>"
+                f"<pre>{e(text)}</pre><p>The run history may be damaged (or this is a bug in"
+                " specrun: please report it with the text above). The other pages still work.</p>"
+            )
+            response = _html(layout("Error", body), 500)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
@@ -81,8 +94,8 @@ class Viewer:
 
     async def run(self, request: web.Request) -> web.StreamResponse:
         run_id = request.query.get("id", "")
-        notice = request.query.get("approved", "")
-        notice = f"Approved: {notice}" if notice else ""
+        run, notice = self.notices.get(request.query.get("notice", ""), ("", ""))
+        notice = notice if run == run_id else ""  # shown only where the server sent it
         page = run_page(self.store, run_id, self._approve_form(run_id), notice, "all" in request.query)
         return _html(page) if page is not None else _missing(f"no run {run_id!r}")
 
@@ -133,7 +146,16 @@ class Viewer:
         if not Path(snapshot.suite).resolve().is_relative_to(self.root):
             raise web.HTTPForbidden(text=f"{snapshot.suite} is outside the project {self.root}")
         written = snapshot.write(output)
-        raise web.HTTPSeeOther(url("/run", id=run_id, approved=f"{snapshot.case_id} → {written}"))
+        notice = self.notify(run_id, f"Approved: {snapshot.case_id} → {written}")
+        raise web.HTTPSeeOther(url("/run", id=run_id, notice=notice))
+
+    def notify(self, run_id: str, text: str) -> str:
+        """Keep a notice for run ``run_id``'s page; the key its link carries."""
+        key = secrets.token_urlsafe(16)
+        self.notices[key] = (run_id, text)
+        while len(self.notices) > NOTICES_KEPT:
+            del self.notices[next(iter(self.notices))]
+        return key
 
     def _snapshot(self, form: Any) -> tuple[str, Snapshot, Any]:
         run_id = str(form.get("run", ""))

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._history.diff import Change, Outcome, Side, compare_sides
 from .._history.store import CaseKey
-from .html import as_text, badge, e, layout, ms, table, url, when
+from .html import as_text, badge, damaged, e, layout, ms, table, url, when
 from .store import Entry, Store
 
 MAX_CHANGES = 10  # output changes shown on a case's page
@@ -33,7 +33,8 @@ def _output(entry: Entry | None) -> str:
     else:
         text = as_text(record.get("output"))
     error = f'<p class="s-error">{e(record.get("error"))}</p>' if record.get("error") else ""
-    return f"{badge(entry.status)} {e(ms(entry.duration_ms))}{error}<pre>{e(text)}</pre>"
+    note = damaged("Its history row is damaged", entry.damaged) if entry.damaged else ""
+    return f"{badge(entry.status)} {e(ms(entry.duration_ms))}{note}{error}<pre>{e(text)}</pre>"
 
 
 def _sides(before: Entry | None, after: Entry | None, titles: tuple[str, str]) -> str:
@@ -65,7 +66,8 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
     rows = [
         f'<tr data-status="{e(x.status)}"><td><a href="{e(url("/run", id=run["id"]))}">'
         f"{e(when(run['started_at']))}</a></td>"
-        f'<td>{badge(x.status)}</td><td class="num">{e(ms(x.duration_ms))}</td><td class="num">{x.tokens}</td>'
+        f"<td>{badge(x.status)}{' (damaged in the history)' if x.damaged else ''}</td>"
+        f'<td class="num">{e(ms(x.duration_ms))}</td><td class="num">{x.tokens}</td>'
         f"<td><code>{e(', '.join(sorted(x.fingerprints))[:12])}</code></td></tr>"
         for run, x in timeline
     ]
@@ -81,7 +83,7 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
 
 
 def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, Entry]]:
-    cases: dict[tuple[str, str], Outcome] = {}
+    cases: dict[tuple[str, ...], Outcome] = {}
     owners: dict[int, Entry] = {}
     for x in entries:
         rates = [r["status"] for r in x.rows if r["status"] != "skipped"]
@@ -89,6 +91,7 @@ def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, En
             id=x.case_id,
             file=x.suite,
             status=x.status,
+            agent=x.agent or "",
             name=x.name or None,
             pass_rate=100.0 * rates.count("passed") / len(rates) if rates else None,
             runs=len(rates),

@@ -45,6 +45,12 @@ def pre(value: Any, cls: str = "") -> str:
     return f'<pre class="{e(cls)}">{e(as_text(value))}</pre>'
 
 
+def damaged(title: str, problems: list[str]) -> str:
+    """A warning that what the history holds is damaged, with each problem (see ``viewer.rows``)."""
+    items = "".join(f"<li>{e(p)}</li>" for p in problems)
+    return f'<div class="damaged" role="alert"><b>{e(title)}</b><ul>{items}</ul></div>'
+
+
 def when(timestamp: Any) -> str:
     """A run's ISO start time as ``2026-11-30 23:10:35`` (UTC, as recorded)."""
     text = str(timestamp or "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .html import ICONS, badge, e, layout, money, ms, pct, table, url, when
+from .html import ICONS, badge, damaged, e, layout, money, ms, pct, table, url, when
 from .store import Entry, Store
 from .transcript import transcript
 
@@ -36,9 +36,11 @@ def runs_page(store: Store) -> str:
         total, passed = int(r["total"] or 0), int(r["passed"] or 0)
         status = "failed" if (r["failed"] or r["errors"]) else "passed" if passed else "skipped"
         note = " (interrupted)" if r["interrupted"] else ""
-        link = url("/run", id=r["id"])
+        note += " (damaged in the history: open it for what)" if r["damaged"] else ""
+        started = e(when(r["started_at"]) or "?")
+        opened = f'<a href="{e(url("/run", id=r["id"]))}">{started}</a>' if r["id"] else started
         rows.append(
-            f'<tr data-status="{status}"><td><a href="{e(link)}">{e(when(r["started_at"]))}</a>{e(note)}</td>'
+            f'<tr data-status="{status}"><td>{opened}{e(note)}</td>'
             f"<td>{e(', '.join(r['agents']))}</td><td>{e(', '.join(r['suites']))}</td>"
             f'<td class="num">{total}</td><td class="num s-passed">{passed}</td>'
             f'<td class="num s-failed">{e(r["failed"])}</td><td class="num s-error">{e(r["errors"])}</td>'
@@ -133,6 +135,13 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
     body = [f"<h1>{e(title)}</h1>"]
     if notice:
         body.append(f'<p class="notice" role="status">{e(notice)}</p>')
+    problems = [f"the run's row: {p}" for p in run["damaged"]]
+    for x in entries:
+        who = f"case {x.case_id or '(no id)'}" + (f" @{x.agent}" if x.agent else "")
+        problems += [f"{who}: {p}" for p in x.damaged]
+    if problems:
+        what = "Part of this run's history is damaged: what can be read is shown, and what cannot is named."
+        body.append(damaged(what, problems))
     argv = " ".join(str(a) for a in run["argv"] or [])
     body.append(f'<p class="meta">Agents: {e(", ".join(run["agents"]))} · <code>{e(argv)}</code></p>')
     if run["interrupted"]:

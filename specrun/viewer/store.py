@@ -1,8 +1,9 @@
 """The viewer's reads of the run history: runs, the cases of a run, a case across runs.
 
 Everything is read through :class:`specrun._history.store.History`'s reader API (the viewer never
-writes to the history). A case of a run is one (suite, case id, agent): its ``--runs``
-repetitions are grouped into one ``Entry``.
+writes to the history), each row checked on the way (:mod:`specrun.viewer.rows`: a damaged one
+is shown as far as it can be read, with what is wrong). A case of a run is one (suite, case
+id, agent): its ``--runs`` repetitions are grouped into one ``Entry``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._history.store import CaseKey, History
+from .rows import checked_case, checked_run
 
 ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # failures first
 
@@ -60,6 +62,12 @@ class Entry:
     def fingerprints(self) -> set[str]:
         return {str(r["fingerprint"]) for r in self.rows if r["fingerprint"]}
 
+    @property
+    def damaged(self) -> list[str]:
+        """What is wrong in the history rows of its repetitions (none for an intact case)."""
+        many = len(self.rows) > 1
+        return [f"run {r['run_index']}: {p}" if many else p for r in self.rows for p in r.get("damaged", [])]
+
     def results(self) -> list[dict[str, Any]]:
         """The full result record of each repetition (as the stream has it), in run order."""
         return [r["result"] if isinstance(r.get("result"), dict) else {} for r in self.rows]
@@ -78,15 +86,18 @@ class Store:
 
     def runs(self, limit: int = 500) -> list[dict[str, Any]]:
         """The newest runs first."""
-        return [_listed(r) for r in self.history.runs(limit)]
+        return [_listed(checked_run(r)) for r in self.history.runs(limit)]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         found = self.history.run(run_id)
-        return _listed(found) if found is not None else None
+        return _listed(checked_run(found)) if found is not None else None
 
     def entries(self, run_id: str) -> list[Entry]:
         """The cases of a run, failures first, then in suite order."""
-        rows = sorted(self.history.cases(run_id), key=lambda r: (r["suite"] or "", r["line"] or 0, r["run_index"]))
+        rows = sorted(
+            map(checked_case, self.history.cases(run_id)),
+            key=lambda r: (r["suite"] or "", r["line"] or 0, r["run_index"]),
+        )
         return sorted(_grouped(rows), key=lambda e: ORDER.get(e.status, 9))
 
     def entry(self, run_id: str, key: tuple[str, str, str]) -> Entry | None:
@@ -97,7 +108,7 @@ class Store:
         """A case in each run that ran it, newest first: ``(run, entry)``; an entry's rows lack
         ``result`` (``entry`` reads it)."""
         found = self.history.timeline(case_id, limit)
-        rows = [{**r, "case_id": case_id} for r in found if r["suite"] == suite and r["agent"] == agent]
+        rows = [checked_case({**r, "case_id": case_id}) for r in found if r["suite"] == suite and r["agent"] == agent]
         runs = {r["run_id"]: {"id": r["run_id"], "started_at": r["started_at"]} for r in rows}
         return [(runs[e.run_id], e) for e in _grouped(rows)]
 
@@ -110,7 +121,7 @@ class Store:
 def _grouped(rows: list[dict[str, Any]]) -> list[Entry]:
     entries: dict[tuple[str, str, str, str], Entry] = {}
     for r in rows:
-        key = (str(r["run_id"]), str(r["suite"] or ""), str(r["case_id"]), str(r["agent"] or ""))
+        key = (str(r["run_id"]), str(r["suite"] or ""), str(r["case_id"] or ""), str(r["agent"] or ""))
         entry = entries.get(key)
         if entry is None:
             entry = entries[key] = Entry(*key)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._history.snapshots import Snapshot
-from .html import as_text, badge, e, money, ms, pre
+from .html import as_text, badge, damaged, e, money, ms, pre
 from .store import Entry
 
 
@@ -132,6 +132,8 @@ def repetition(record: dict[str, Any], approve: Any = None) -> str:
     parts = ['<div class="facts">' + " · ".join(f"{k}: {v}" for k, v in facts) + "</div>"]
     if record.get("error"):
         parts.append(f"<h4>{e(str(record.get('status')).capitalize())}</h4>{pre(record['error'])}")
+    if record.get("traceback"):  # where the agent raised: long, so closed until asked for
+        parts.append(f'<details class="traceback"><summary>Traceback</summary>{pre(record["traceback"])}</details>')
     for warning in record.get("warnings") or []:
         parts.append(f'<div class="meta">warning: {e(warning)}</div>')
     if record.get("input") is not None:
@@ -148,15 +150,28 @@ def repetition(record: dict[str, Any], approve: Any = None) -> str:
     return "".join(parts)
 
 
+def _checked(row: dict[str, Any], record: dict[str, Any], approve: Any) -> str:
+    """One repetition as far as its history row can be read, after what is damaged in it."""
+    note = damaged("This result's history row is damaged", row["damaged"]) if row.get("damaged") else ""
+    if row.get("result") is None:  # nothing but the row's own columns to show
+        facts = f"Status: {badge(str(row.get('status')))} · Duration: {e(ms(row.get('duration_ms')))}"
+        return f'{note}<div class="facts">{facts}</div>'
+    try:
+        return note + repetition({"status": row.get("status"), **record}, approve)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a shape specrun never writes
+        problem = f"its result record cannot be shown: {type(exc).__name__}: {exc}"
+        return damaged("This result's history row is damaged", [*row.get("damaged", []), problem])
+
+
 def transcript(entry: Entry, approve: Any = None) -> str:
     """Every repetition of a case (``approve(index, assertion)`` makes a snapshot's button)."""
     records = entry.results()
     if len(records) == 1:
-        return repetition(records[0], approve and (lambda i: approve(entry.rows[0], i)))
+        return _checked(entry.rows[0], records[0], approve and (lambda i: approve(entry.rows[0], i)))
     out = []
     for row, record in zip(entry.rows, records, strict=True):
         title = f"Run {row['run_index']}: {row['status']} ({ms(row['duration_ms'])})"
-        body = repetition(record, approve and (lambda i, row=row: approve(row, i)))
+        body = _checked(row, record, approve and (lambda i, row=row: approve(row, i)))
         out.append(
             f"<details{' open' if row['status'] != 'passed' else ''}><summary>{e(title)}</summary>{body}</details>"
         )

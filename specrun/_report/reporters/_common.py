@@ -23,6 +23,12 @@ from ..stability import CaseStats, Stream, scan
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
+ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # the viewer's order (specrun.viewer.store)
+
+
+def failures_first(cases: list[CaseStats]) -> list[CaseStats]:
+    """``cases`` failed first, then errors, passed, skipped; each group keeps its suite order."""
+    return sorted(cases, key=lambda c: ORDER.get(c.status, len(ORDER)))
 
 
 def as_text(value: Any) -> str:
@@ -106,6 +112,10 @@ def cost(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
+MAX_PLACES = 3  # suites named per timeout in a header; the rest are counted
+MAX_VALUES = 4  # timeouts a header lists one by one; more are shown as one range
+
+
 @dataclass
 class Report:
     """What a whole-file reporter writes from: run info, summary, cases in suite order."""
@@ -182,6 +192,35 @@ class Report:
         fields = [("Agent", self.info.get("agent_id")), ("Target", self.info.get("target"))]
         fields.append(("Connector", self.info.get("connector")))
         return [(k, v) for k, v in fields if v]
+
+    def timeout_text(self) -> str:
+        """The case timeout that applied to the cases that ran, for report headers: ``2.0m``, or
+        each value with the suites it applied in, the rest as "others": ``30.0s (suites/a.yaml),
+        2.0m (others)``. A suite's ``defaults.timeout`` and a case's own beat the run's ``--timeout``."""
+        given = self.info.get("timeout_s")
+        run: float | None = given if type(given) in (int, float) else None  # None: a stream that does not say
+        used: dict[str, set[float | None]] = {}  # suite file -> the timeouts its cases that ran had
+        for c in self.cases:
+            if c.runs:
+                used.setdefault(c.file, set()).add(c.timeout_s if c.timeout_s is not None else run)
+        values = set().union(*used.values()) if used else {run}
+        if len(values) == 1:
+            return _seconds(run if run in values else next(iter(values)))
+        # "others" is the run's timeout when some cases had it, else the one most suites had
+        rest = run if run in values else max(values, key=lambda v: (sum(v in u for u in used.values()), v or 0))
+        others = sorted(v for v in values - {rest} if v is not None)
+        parts = []
+        for group in [[v] for v in others] if len(others) <= MAX_VALUES else [others]:  # many: one range
+            places = [f if used[f] <= {*group} else f"some cases of {f}" for f in used if used[f] & {*group}]
+            more = len(places) - MAX_PLACES
+            named = ", ".join(places[:MAX_PLACES]) + (f" and {more} more suite{'s' * (more > 1)}" if more > 0 else "")
+            value = _seconds(group[0]) + (f" to {_seconds(group[-1])}" if len(group) > 1 else "")
+            parts.append(f"{value} ({named})")
+        return ", ".join([*parts, f"{_seconds(rest)} (others)"])
+
+
+def _seconds(value: float | None) -> str:
+    return "unknown" if value is None else format_duration(value)
 
 
 # What only the runner knows; every count and rate is recomputed from the stream instead, so

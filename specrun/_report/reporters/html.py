@@ -23,13 +23,13 @@ from typing import IO, Any
 
 from ..stability import CaseStats
 from ._common import (
-    ICONS,
     LABELS,
     Report,
     WholeFileReporter,
     as_text,
     clip,
     cost,
+    failures_first,
     fmt_ms,
     input_text,
     pct,
@@ -44,7 +44,7 @@ MAX_CHART_ROWS = 500
 CSS = """
 *{box-sizing:border-box}body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;
 padding:16px;color:#1f2328;background:#fff}h1{margin:0 0 4px}h2{margin:24px 0 8px;font-size:18px}
-.meta{color:#59636e}[hidden]{display:none!important}
+.meta{color:#59636e}header p{margin:4px 0}[hidden]{display:none!important}
 .banner{background:#fff8c5;border:1px solid #d4a72c;padding:8px 12px;border-radius:6px;margin:12px 0}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0}
 .card{border:1px solid #d1d9e0;border-radius:8px;padding:8px 14px;min-width:110px}
@@ -71,7 +71,35 @@ button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
 white-space:pre-wrap;word-break:break-word;max-height:480px;margin:4px 0}
 details.part>summary{cursor:pointer;font-weight:600;margin:6px 0}.where{color:#59636e;font-size:12px}
 .export{border:1px solid #d1d9e0;border-radius:6px;padding:4px 10px;color:#0969da;text-decoration:none}
+.i{width:1em;height:1em;vertical-align:-.15em;flex:none}.i.s-passed{color:#1a7f37}.i.s-failed{color:#d1242f}
+.i.s-error{color:#bf8700}.i.s-skipped{color:#8c959f}button[aria-pressed=true] .i{background:#fff;border-radius:50%}
 """
+
+# Status icons drawn as SVG, not emoji: a machine without an emoji font shows emoji as empty boxes.
+# Each is drawn once as a <symbol> and referenced by <use> (same document: the CSP fetches nothing).
+SHAPES = {
+    "passed": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M4.5 8.3l2.3 2.3 4.7-4.9" '
+    'fill="none" stroke="#fff" stroke-width="1.8"/>',
+    "failed": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M5.2 5.2l5.6 5.6m0-5.6l-5.6 5.6" '
+    'stroke="#fff" stroke-width="1.8"/>',
+    "error": '<path d="M8 1.2l7 13.2H1z" fill="currentColor"/><path d="M8 5.5v4.2m0 1.6v1.5" stroke="#fff" '
+    'stroke-width="1.7"/>',
+    "skipped": '<circle cx="8" cy="8" r="7" fill="currentColor"/><path d="M5 5l3.2 3L5 11zm3.6 0l3.2 3-3.2 3z" '
+    'fill="#fff"/>',
+}
+SYMBOLS = (
+    '<svg width="0" height="0" style="position:absolute" aria-hidden="true">'
+    + "".join(f'<symbol id="i-{s}" viewBox="0 0 16 16">{d}</symbol>' for s, d in SHAPES.items())
+    + "</svg>"
+)
+
+
+def icon(status: str) -> str:
+    """A status's icon (decorative: its label is next to it); none for an unknown status."""
+    if status not in SHAPES:
+        return ""
+    return f'<svg class="i s-{status}" aria-hidden="true"><use href="#i-{status}"/></svg>'
+
 
 SCRIPT = """
 (function () {
@@ -157,8 +185,9 @@ def _cards(report: Report) -> str:
     return f'<section id="summary" class="cards">{body}</section>'
 
 
-def _charts(report: Report) -> str:
-    cases = report.cases[:MAX_CHART_ROWS]
+def _charts(listed: list[CaseStats]) -> str:
+    """Pass rate and mean duration per case, in the order the page lists them (the first 500)."""
+    cases = listed[:MAX_CHART_ROWS]
     if not cases:
         return ""
     longest = max((c.total_ms / c.runs for c in cases if c.runs), default=0.0) or 1.0
@@ -176,11 +205,7 @@ def _charts(report: Report) -> str:
             f'{row}<span class="bar" style="width:{100 * avg / longest:.1f}%"></span></span>'
             f"<span>{fmt_ms(avg if c.runs else None)}</span></div>"
         )
-    more = (
-        f'<p class="meta">First {len(cases)} of {len(report.cases)} cases.</p>'
-        if len(report.cases) > len(cases)
-        else ""
-    )
+    more = f'<p class="meta">First {len(cases)} of {len(listed)} cases.</p>' if len(listed) > len(cases) else ""
     return (
         '<section id="charts"><h2>Pass rate per case</h2><div class="chart" id="chart-pass-rate">'
         + "".join(rates)
@@ -204,7 +229,7 @@ def _agents(report: Report) -> str:
     rows = "".join(
         f"<tr><td>{e(case_id)}</td>"
         + "".join(
-            f'<td class="s-{e(cells[n].status)}">{ICONS[cells[n].status]} {pct(cells[n].pass_rate)}</td>'
+            f'<td class="s-{e(cells[n].status)}">{icon(cells[n].status)} {pct(cells[n].pass_rate)}</td>'
             if n in cells
             else "<td>-</td>"
             for n in grid.agents
@@ -266,7 +291,7 @@ def _assertions(record: dict[str, Any], limit: int) -> str:
         expected = _pre(a["expected"], limit) if "expected" in a else ""
         actual = _pre(a["actual"], limit) if "actual" in a else ""
         rows.append(
-            f"<tr><td>{ICONS.get(status, '')} {e(status)}</td><td>{e(a.get('type'))}</td>"
+            f"<tr><td>{icon(status)} {e(status)}</td><td>{e(a.get('type'))}</td>"
             f"<td>{e(clip(str(a.get('message') or ''), limit))}</td><td>{expected}</td><td>{actual}</td></tr>"
         )
     table = "<table><tr><th>Status</th><th>Type</th><th>Message</th><th>Expected</th><th>Actual</th></tr>"
@@ -289,7 +314,7 @@ def _turns(record: dict[str, Any], limit: int) -> str:
     checkpoints = record.get("checkpoints") or []
     if checkpoints:
         items = "".join(
-            f"<li>{'✅' if cp.get('passed') else '❌'} {e(cp.get('id'))}"
+            f"<li>{icon('passed' if cp.get('passed') else 'failed')} {e(cp.get('id'))}"
             f" (turn {e(cp.get('reached_at_turn') or '-')})</li>"
             for cp in checkpoints
             if isinstance(cp, dict)
@@ -318,7 +343,7 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
     first = records[0] if records else {}
     rate = f'<span class="rate">{pct(case.pass_rate)}</span>' if report.multi else ""
     head = (
-        f'<summary><span class="icon">{ICONS[case.status]}</span><span class="cid">{e(report.label(case))}</span>'
+        f'<summary><span class="icon">{icon(case.status)}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
         + ('<span class="flaky" title="flaky in the run history">flaky</span>' if case.flaky else "")
         + f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
@@ -359,8 +384,9 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>specrun report</title><style>{CSS}</style></head><body>\n"
-        f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p></header>\n'
+        f"<title>specrun report</title><style>{CSS}</style></head><body>{SYMBOLS}\n"
+        f'<header><h1>specrun report</h1><p class="meta">{e(who)} {e(started)}</p>'
+        f'<p class="meta" id="timeout">Timeout: {e(report.timeout_text())}</p></header>\n'
     )
     if report.interrupted:
         out.write(
@@ -375,10 +401,11 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
     if env:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
-    out.write(_agents(report) + _charts(report) + "\n")
+    listed = failures_first(report.cases)  # as the viewer lists a run: what needs a look first
+    out.write(_agents(report) + _charts(listed) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(
-        f'<button type="button" data-filter="{s}" aria-pressed="false">{ICONS[s]} {LABELS[s]} ({n})</button>'
+        f'<button type="button" data-filter="{s}" aria-pressed="false">{icon(s)} {LABELS[s]} ({n})</button>'
         for s, n in counts.items()
     )
     out.write(
@@ -386,7 +413,7 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         '<input type="search" id="filter" placeholder="Filter by text" aria-label="Filter by text">'
         f'<span id="shown" class="meta">{len(report.cases)} cases</span>{_exports(report)}</div><div id="cases">\n'
     )
-    for i, case in enumerate(report.cases):
+    for i, case in enumerate(listed):
         out.write(_case(report, case, i, limit))
     out.write(f"</div></section>\n<script>{SCRIPT}</script>\n</body></html>\n")
 

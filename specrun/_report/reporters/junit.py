@@ -52,6 +52,8 @@ def _run_lines(record: dict[str, Any], limit: int) -> list[str]:
     lines = []
     if record.get("error"):
         lines.append(f"{reason_label(record).lower()}: {clip(str(record['error']), limit)}")
+    if record.get("traceback"):  # where the agent raised, as CI shows a test's traceback
+        lines.append(clip(str(record["traceback"]).rstrip("\n"), limit))
     for a in bad_assertions(record):
         lines.append(f"assertion {a.get('type')} {a.get('status')}: {a.get('message', '')}")
         for key in ("expected", "actual"):
