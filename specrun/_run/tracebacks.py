@@ -9,6 +9,9 @@ bounded: a long one keeps its start (the agent's entry) and its end (where it ra
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import os
 import sysconfig
 import traceback
 from types import FrameType, TracebackType
@@ -31,15 +34,40 @@ def user_traceback(exc: BaseException | None) -> str | None:
     if exc is None or isinstance(exc, SpecrunError):
         return None
     try:
-        lines = traceback.TracebackException(type(exc), exc, _from_user(exc.__traceback__), compact=True).format()
-        return _bounded(redact("".join(lines)))
+        found = traceback.TracebackException(type(exc), exc, _from_user(exc.__traceback__), compact=True)
+        _relative_files(found, os.getcwd())
+        return _bounded(redact("".join(found.format())))
     except Exception:  # evidence on top of the error message: never the reason a case or the run fails
         return None
 
 
+def _relative_files(found: traceback.TracebackException, cwd: str) -> None:
+    """Files under the working folder named relative to it, as pytest names them: shorter, no
+    home folder in a report, and the same in a Ray worker's copy of the project as here."""
+    seen: set[int] = set()
+    todo: list[traceback.TracebackException | None] = [found]
+    while todo:
+        one = todo.pop()
+        if one is None or id(one) in seen:
+            continue
+        seen.add(id(one))
+        for frame in one.stack:
+            if frame.filename.startswith(cwd + os.sep):
+                frame.filename = frame.filename[len(cwd) + 1 :]
+        todo += [one.__cause__, one.__context__]
+
+
+@functools.cache
+def _plugin_packages() -> tuple[str, ...]:
+    """specrun's and every installed plugin's top-level packages (the ``specrun`` entry points):
+    a plugin's frames (a target's, the worker thread's) are not the user's either."""
+    found = {ep.value.split(".")[0].split(":")[0] for ep in importlib.metadata.entry_points(group="specrun")}
+    return tuple(sorted({"specrun", *found}))
+
+
 def _ours(frame: FrameType) -> bool:
     name = str(frame.f_globals.get("__name__") or "")
-    if name == "specrun" or name.startswith(("specrun.", "specrun_plugins.")):
+    if name.split(".")[0] in _plugin_packages():
         return True
     file = frame.f_code.co_filename
     return file.startswith(_STDLIB) and not any(part in file for part in _INSTALLED)
