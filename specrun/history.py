@@ -25,6 +25,7 @@ import contextlib
 import itertools
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +329,21 @@ def _among(case_ids: Iterable[str] | None, column: str) -> tuple[str, list[str]]
     return f"AND {column} IN (SELECT value FROM json_each(?))", [json.dumps(sorted(set(case_ids)))]
 
 
+def _to_wal(db: sqlite3.Connection) -> None:
+    """Put a new file in WAL mode, which lasts with it: readers never wait for a writer. Two runs
+    starting on a new file at once both try; SQLite answers the second "locked" at once, without
+    its busy timeout (the switch would deadlock), so it is asked again until the timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def _prepare(db: sqlite3.Connection, path: Path) -> None:
     """Settings of the connection; the schema when the file is new; its format checked."""
     db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -338,7 +354,7 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
             f" {FORMAT}): upgrade specrun, or point specrun.yaml's history setting at another file"
         )
     if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        db.execute("PRAGMA journal_mode = WAL")  # lasts with the file: readers never wait for a writer
+        _to_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")  # in WAL mode: a power cut may lose the last commits, never corrupt
     if version == FORMAT:
         return
