@@ -295,9 +295,11 @@ class ConsoleReport:
         if summary.get("runs_per_case", 1) > 1:
             total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
             rows = [(k, total if k == "Total" else v) for k, v in rows]
+            failing = summary.get("consistently_failing_cases")  # not unstable: 0 of N is consistent
             rows += [
                 ("Stable", summary.get("stable_cases")),
                 ("Unstable", summary.get("unstable_cases")),
+                ("Failing", failing and f"{failing} consistently (no run passed)"),
                 ("pass^k", f"{summary.get('pass_hat_k')}%"),
                 ("pass@k", f"{summary.get('pass_at_k')}%"),
             ]
