@@ -35,8 +35,6 @@ CONSISTENTLY_ERRORING = "Consistently Erroring"  # every run an error: not the a
 SKIPPED = "Skipped"
 
 REASON_CHARS = 300
-
-
 _CLASSES = ((100, STABLE), (80, MOSTLY_STABLE), (50, UNSTABLE))  # (lowest pass rate, name)
 
 
