@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
 from .kinds import CaseCancelled
 from .model import Case
 from .project import Agent, Project
@@ -76,6 +77,8 @@ class RemoteWorker:
         from .plugins import default_plugins
         from .session import model_client
 
+        if run.options.update_snapshots and root != run.root:  # they would land in the copy, not the project
+            raise UsageError("--update-snapshots cannot run in a worker with its own copy of the project")
         run.moved_to(root)
         self.run_spec = run
         plugins = default_plugins()

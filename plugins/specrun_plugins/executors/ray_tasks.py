@@ -12,6 +12,9 @@ back its sealed result; the driver's runner reports it as its own. A task is nev
 Cancelling a case (``--fail-fast``, Ctrl-C) cancels its task: Ray interrupts the worker, the
 case stops there and its ``after`` hook runs, and the driver waits for that up to the run's
 ``interrupt_grace`` (``RunOptions``, shipped to the workers with the run).
+
+``--update-snapshots`` is refused before anything runs: a worker's snapshots would be written
+into its copy of the project, never into the user's files.
 """
 
 from __future__ import annotations
@@ -64,6 +67,12 @@ class RayExecutor(Executor):
 
     def __init__(self, runner: Any, options: dict[str, Any]):
         super().__init__(runner, options)  # checked against params_schema with specrun.yaml
+        if runner.options.update_snapshots:
+            raise UsageError(
+                "--update-snapshots cannot run on the ray executor: its workers run in a copy of the project,"
+                " so approved snapshots would never reach your files; approve with the local executor"
+                " (--executor local --update-snapshots)"
+            )
         if importlib.util.find_spec("ray") is None:
             raise UsageError("the ray executor needs Ray: pip install 'specrun[ray]'")
         self._owned = False  # we started or joined the cluster, and leave it at the end
