@@ -47,6 +47,7 @@ async def judge_with_agent(
 ) -> tuple[bool, float, str]:
     """Have ``validator`` judge ``actual``; ``AssertionError`` when it rejects it, ``EvaluationError``
     when no verdict could be reached. Returns ``(passed, score, reason)``."""
+    __tracebackhide__ = True
     from ..kinds import Check
     from ..plugins import default_plugins
     from ..project import Project
