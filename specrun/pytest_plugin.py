@@ -1,12 +1,9 @@
 """pytest plugin (entry point ``pytest11``): ``pytest suites/`` runs specrun suite files, one item per case.
 
-Which files: the suite files ``specrun suites/`` would load (the rule of
-:mod:`specrun._load.discovery`, by name and location: ``*.jsonl``, ``*.yaml``, ``*.yml``, ``*.json``;
-not hidden, not under ``fixtures``/``node_modules``/``__pycache__``, not agent or config files,
-not ``*.schema.json``, not ``output-*.jsonl``/``output-*.json``), and only inside a specrun
-project: a folder at or above the file holds ``specrun.yaml`` or ``agent.yaml``. ``--specrun``
-collects them anywhere. So JSON and YAML data in ordinary test folders is never mistaken for a
-suite.
+Which files: suite files in a specrun project, decided by place and content so that the
+other JSON and YAML of a repository (``package.json``, ``docker-compose.yaml``, reports specrun
+wrote) is left alone; the rule is :mod:`specrun._load.pytest_collect`'s. ``--specrun`` collects them
+outside a project too.
 
 Each case is an item named by its id (node id ``path::case_id``), so ``-k``, ``-x``,
 ``--junitxml``, ``-m TAG`` (a case's ``tags`` are markers) and pytest-xdist work. The case runs
@@ -20,7 +17,6 @@ listing every ``file:line:col``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections import Counter
 from collections.abc import Coroutine, Iterator
@@ -29,9 +25,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from ._load.pytest_collect import SUFFIXES, clear_caches, folders_in_testpaths, is_suite_file
+
 T = TypeVar("T")
-_SUFFIXES = (".jsonl", ".yaml", ".yml", ".json")
-_MARKERS = ("specrun.yaml", "specrun.yml", "agent.yaml", "agent.yml")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,14 +36,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--specrun",
         action="store_true",
         default=False,
-        help="Collect specrun suite files anywhere (default: only inside a folder with specrun.yaml or agent.yaml).",
+        help="Collect specrun suite files outside a specrun project too (default: only inside a folder"
+        " with specrun.yaml or agent.yaml).",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "specrun: a case from a specrun suite file")
     config.stash[_STATE] = _State()
-    project_folder.cache_clear()  # a new session may see new specrun.yaml files
+    clear_caches()  # a new session may see new specrun.yaml files
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -56,35 +53,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.close()
 
 
-@functools.lru_cache(maxsize=1024)
-def project_folder(folder: Path) -> Path | None:
-    """The nearest folder at or above ``folder`` holding specrun.yaml or agent.yaml."""
-    for candidate in [folder, *folder.parents]:
-        if any((candidate / name).is_file() for name in _MARKERS):
-            return candidate
-    return None
-
-
-def is_suite_file(path: Path, anywhere: bool = False, base: Path | None = None) -> bool:
-    """True when pytest should collect ``path`` as a suite (see the module docstring); with
-    ``anywhere``, folders are checked from ``base`` (the invocation folder) down."""
-    if path.suffix.lower() not in _SUFFIXES or path.name.startswith("."):
-        return False  # most files: decided without looking for a project
-    root = project_folder(path.parent.resolve()) or (base if anywhere else None)
-    if root is None:
-        return False
-    from ._load.discovery import skip_reason
-
-    try:
-        folders = path.parent.resolve().relative_to(root.resolve()).parts
-    except ValueError:
-        folders = ()
-    return skip_reason(path, folders) is None
-
-
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix.lower() not in SUFFIXES:
+        return None
     config = parent.config
-    if is_suite_file(file_path, config.getoption("specrun"), config.invocation_params.dir):
+    state = config.stash[_STATE]
+    if state.testpaths is None:
+        state.testpaths = folders_in_testpaths(config.rootpath, config.getini("testpaths"))
+    named = parent.session.isinitpath(file_path)
+    if is_suite_file(file_path, config.getoption("specrun"), config.invocation_params.dir, state.testpaths, named):
         return SuiteFile.from_parent(parent, path=file_path)
     return None
 
@@ -98,6 +75,7 @@ class _State:
         self._plugins: Any = None
         self._loader: Any = None
         self.sessions: dict[Path, Any] = {}
+        self.testpaths: tuple[Path, ...] | None = None  # pytest's testpaths, as folders
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

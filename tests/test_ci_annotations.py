@@ -163,7 +163,7 @@ def flip(messages, ctx):
 def test_cases_flaky_in_the_run_history_are_marked(tmp_path):
     (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
     (tmp_path / "coin.py").write_text(FLIP)
-    (tmp_path / "agent.yaml").write_text("target: python:coin:flip\n")
+    (tmp_path / "agent.yaml").write_text("id: bot\ntarget: python:coin:flip\n")
     (tmp_path / "suite.yaml").write_text(
         "cases:\n"
         "  - {id: coin, input: toss, assertions: [{type: contains, value: 'yes'}]}\n"
@@ -173,14 +173,41 @@ def test_cases_flaky_in_the_run_history_are_marked(tmp_path):
     env = github_env(tmp_path)
     assert run_cli(["suite.yaml"], cwd=tmp_path, env=env).returncode == 0  # passes this time
     text = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
-    assert "### Flaky in the run history\n\n| Case | Suite | This run |\n| --- | --- | --- |\n" in text
-    assert "| coin | suite.yaml:2 | ✅ passed |" in text and "| steady |" not in text
+    head = "### Flaky in the run history\n\n| Case | Suite | Agent | This run |\n| --- | --- | --- | --- |\n"
+    assert head in text
+    assert "| coin | suite.yaml:2 | bot | ✅ passed |" in text and "| steady |" not in text
     proc = run_cli(["suite.yaml"], cwd=tmp_path, env=env)
     assert proc.returncode == 1
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
     assert line.startswith("::error file=suite.yaml,line=2,title=coin::failed: contains: ")
-    assert "(flaky in the run history)" in line
-    assert "suite.yaml:2 · failed · flaky in the run history" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "(flaky against bot in the run history)" in line
+    text = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "suite.yaml:2 · failed · flaky against bot in the run history" in text
+
+
+def test_a_case_flaky_against_one_agent_is_not_flaky_against_another(tmp_path):
+    """Agent a flips between passing and failing; agent b fails the same case every time: only
+    a's annotation and summary row say flaky, and they name a."""
+    (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
+    fails = "def flip(messages, ctx):\n    return 'no'\n"
+    for agent, code in (("a", FLIP.replace("n % 2 == 0", "n % 2 == 1")), ("b", fails)):
+        (tmp_path / "agents" / agent).mkdir(parents=True)
+        (tmp_path / "agents" / agent / f"coin_{agent}.py").write_text(code)
+        (tmp_path / "agents" / agent / "agent.yaml").write_text(f"id: {agent}\ntarget: python:coin_{agent}:flip\n")
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n  - {id: coin, input: toss, assertions: [{type: contains, value: y}]}\n"
+    )
+    both = ["suite.yaml", "-n", "a", "-n", "b"]
+    assert [run_cli(both, cwd=tmp_path).returncode for _ in range(2)] == [1, 1]  # a: failed, passed; b: failed twice
+    env = github_env(tmp_path)
+    proc = run_cli(both, cwd=tmp_path, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert len(lines) == 2, proc.stdout
+    flaky = [line for line in lines if "flaky" in line]
+    assert len(flaky) == 1 and '"no" (flaky against a in the run history)%0A' in flaky[0]
+    text = Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    assert "| coin | suite.yaml:2 | a | ❌ failed |" in text and "| b |" not in text
+    assert text.count("flaky against") == 1 and "Flaky:     coin @a\n" in proc.stdout
 
 
 def test_direct_mode_answer_cannot_issue_workflow_commands(tmp_path):

@@ -327,6 +327,92 @@ def test_an_alternating_agent_is_flaky_and_the_next_run_says_so(tmp_path):
     assert history(root).flaky() == []
 
 
+def test_an_edited_case_starts_afresh_in_the_marks_of_the_next_run_too(tmp_path):
+    root = project(tmp_path, [case("coin", "toss", "yes")], function="flip")
+    for _ in range(2):
+        run_cli(["suite.jsonl"], root)
+    assert [f.key.case_id for f in history(root).flaky()] == ["coin"]
+    project(tmp_path, [case("coin", "toss again", "yes")], function="flip")
+    done = run_cli(["suite.jsonl", "-o", "edited.jsonl"], root)
+    assert "[flaky]" not in done.stdout and "Flaky:" not in done.stdout
+    assert "flaky" not in (root / "edited.jsonl").read_text()
+
+
+def git_repo(root: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=root, check=True)
+
+
+@pytest.mark.parametrize("in_git", [False, True], ids=["files", "git"])
+def test_a_fix_is_not_a_flip_but_data_the_agent_writes_changes_nothing(tmp_path, in_git):
+    """The flip agent writes a counter file next to itself as it runs: the same code, so its
+    pass then fail is flaky. Editing its code (uncommitted, in git) is a new revision: the fix's
+    pass starts afresh, not flaky and not marked so."""
+    root = project(tmp_path, [case("coin", "toss", "yes")], function="flip")
+    if in_git:
+        git_repo(root)
+    assert [run_cli(["suite.jsonl"], root).returncode for _ in range(2)] == [0, 1]
+    [flaky] = history(root).flaky()
+    assert flaky.revision.startswith("git:" if in_git else "files:")
+    # Editing the suite (tracked in git) is not a change of the agent: the other cases keep their marks.
+    project(tmp_path, [case("coin", "toss", "yes"), case("other", "toss", "toss")], function="flip")
+    assert "[flaky]" in run_cli(["suite.jsonl"], root).stdout.split("[coin]")[1].splitlines()[0]
+    (root / "agent_mod.py").write_text(AGENT.replace('" yes" if count % 2 == 0 else " no"', '" yes"'))
+    done = run_cli(["suite.jsonl", "-o", "fixed.jsonl"], root)
+    assert done.returncode == 0 and "[flaky]" not in done.stdout
+    assert "flaky" not in (root / "fixed.jsonl").read_text()
+    assert "No flaky cases" in run_cli(["history", "--flaky"], root).stdout
+    revisions = [t["revision"] for t in history(root).timeline("coin")]
+    assert revisions[0] != revisions[1] == revisions[2] == revisions[3]
+    assert "agent changed" in run_cli(["history", "coin"], root).stdout.splitlines()[1]
+
+
+FORMAT_1 = """
+CREATE TABLE runs(
+    id TEXT PRIMARY KEY, started_at TEXT, ended_at TEXT, argv TEXT, agents TEXT, suites TEXT,
+    suites_hash TEXT, git_commit TEXT, total INT, passed INT, failed INT, errors INT, skipped INT,
+    not_run INT, duration_ms REAL, cost REAL, interrupted INT, stream TEXT, summary TEXT);
+CREATE TABLE cases(
+    run_id TEXT, case_id TEXT, run_index INT, agent TEXT, suite TEXT, line INT, status TEXT,
+    duration_ms REAL, tokens INT, cost REAL, error TEXT, cached INT, fingerprint TEXT,
+    content_hash TEXT, result TEXT);
+CREATE TABLE case_state(
+    suite TEXT, case_id TEXT, agent TEXT, content_hash TEXT, verdicts TEXT, last_run TEXT,
+    last_failed INT, duration_ms REAL, PRIMARY KEY (suite, case_id, agent));
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_history_written_before_revisions_opens_and_its_old_results_are_kept(tmp_path):
+    root = project(tmp_path, [case("coin", "toss", "yes")], function="flip")
+    run_cli(["suite.jsonl"], root)  # for the case's content hash; then a format 1 file in its place
+    content = history(root).timeline("coin")[0]["content_hash"]
+    for path in (root / ".specrun").glob("history.db*"):
+        path.unlink()
+    (root / "coin.count").unlink()
+    old = sqlite3.connect(root / ".specrun" / "history.db")
+    old.executescript(FORMAT_1)
+    old.execute("INSERT INTO runs(id, started_at, agents) VALUES ('20250101-000000-aaaaaa', '2025-01-01', '[]')")
+    row = ["20250101-000000-aaaaaa", "coin", 1, root.name, "suite.jsonl", 1, "failed", 5.0, None, None, None, 0]
+    old.execute("INSERT INTO cases VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'f', ?, '{}')", [*row, content])
+    state = ["suite.jsonl", "coin", root.name, content, "FPF", "20250101-000000-aaaaaa", 1, 5.0]
+    old.execute("INSERT INTO case_state VALUES (?, ?, ?, ?, ?, ?, ?, ?)", state)
+    old.commit()
+    old.close()
+    done = run_cli(["suite.jsonl"], root)  # passes (count 0)
+    assert done.returncode == 0, done.stderr
+    assert "[flaky]" not in done.stdout, "the old results do not say which revision they were of"
+    store = history(root)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+    timeline = [(t["status"], t["revision"] is None) for t in store.timeline("coin")]
+    assert timeline == [("passed", False), ("failed", True)]
+    assert store.flaky() == [] and store.last_failed(["suite.jsonl"]) == set()
+    run_cli(["suite.jsonl"], root)  # fails (count 1), at the revision of the run before
+    assert [f.key.case_id for f in history(root).flaky()] == ["coin"]
+
+
 def test_a_result_judged_from_the_model_cache_says_so(tmp_path):
     from support.llm_server import LLMServer
 

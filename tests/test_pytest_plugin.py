@@ -8,8 +8,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 
-from specrun.pytest_plugin import is_suite_file
+from specrun._load.pytest_collect import folders_in_testpaths, is_suite_file
 
 pytest_plugins = ["pytester"]
 
@@ -46,6 +47,23 @@ cases:
 """
 
 
+NOT_SUITES = {  # what lies around suites in a repository
+    "package.json": '{"name": "bot", "version": "1.0.0", "scripts": {"test": "pytest"}}',
+    "docker-compose.yaml": "services:\n  web: {image: nginx}\n",
+    ".gitlab-ci.yml": "test:\n  script: pytest\n",
+    ".github/workflows/ci.yml": "on: push\njobs: {test: {runs-on: ubuntu-latest}}\n",
+    "deploy/playbook.yml": "- hosts: all\n  tasks: []\n",
+    "data/rows.jsonl": '{"id": 1, "text": "hi"}\n',
+    "data/report.json": '{"summary": {}, "specrun_report": "1.0", "cases": []}',  # a reporter plugin's
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A specrun project: specrun.yaml at the root, agent ``bot`` with a suite under it."""
@@ -58,8 +76,13 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_one_item_per_case_named_by_its_id(project):
+def test_one_item_per_case_named_by_its_id_and_no_other_file_collected(project):
+    _tree(project.path, NOT_SUITES)  # a repository's other JSON and YAML, and reports specrun wrote:
+    reports = ["-o", "reports/results.json", "-o", "reports/stream.jsonl"]
+    assert run_cli(["bot/tests/cases.yaml", *reports], cwd=project.path).returncode == 1  # one case fails
+    assert {p.name for p in (project.path / "reports").iterdir()} >= {"results.json", "stream.jsonl"}
     result = project.runpytest("--collect-only", "-q")
+    assert result.ret == 0, result.stdout.str()  # no collection error
     lines = [line for line in result.outlines if "::" in line]
     assert lines == [f"bot/tests/cases.yaml::{case}" for case in ("hello", "wrong", "crashes", "later")]
 
@@ -142,28 +165,43 @@ def test_json_and_yaml_outside_a_project_are_left_alone_unless_asked(pytester):
 
 
 def test_which_files_are_suites(tmp_path):
-    (tmp_path / "specrun.yaml").write_text("timeout: 5s\n")
-    for name in (
-        "suites/a.jsonl",
-        "suites/b.YAML",
-        "suites/fixtures/f.json",
-        "suites/.hidden/h.yaml",
-        "suites/node_modules/n.json",
-        "suites/.dot.yaml",
-        "suites/agent.yaml",
-        "suites/test-config.yaml",
-        "suites/output-20250101.jsonl",
-        "suites/output-report.json",
-        "suites/specrun.schema.json",
-        "suites/notes.txt",
-    ):
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text('{"specrun_report": 1}' if name.endswith("report.json") else "cases: []\n")
-    found = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if is_suite_file(p))
-    assert found == ["suites/a.jsonl", "suites/b.YAML"]
+    project = tmp_path / "project"
+    _tree(project, NOT_SUITES)
+    _tree(
+        project,
+        {
+            "specrun.yaml": "suites: [suites]\n",
+            # under suites: every file a folder search loads is a suite, whatever it holds
+            **{f"suites/{name}": "cases: []\n" for name in ("b.YAML", "fixtures/f.json", ".hidden/h.yaml")},
+            **{f"suites/{name}": "cases: []\n" for name in ("node_modules/n.json", ".dot.yaml", "agent.yaml")},
+            **{f"suites/{name}": "cases: []\n" for name in ("test-config.yaml", "output-1.jsonl", "notes.txt")},
+            "suites/specrun.schema.json": "{}",
+            "suites/a.jsonl": "not JSON: a mistake, reported\n",
+            "suites/report.json": '{\n  "specrun_report": "1.0",\n  "summary": {}\n}\n',  # never: specrun wrote it
+            "suites/stream.jsonl": '{"type": "start", "specrun_report": "jsonl"}\n{"type": "summary"}\n',
+            # elsewhere, what is unmistakably a suite
+            "other/suite.yaml": "name: n\ncases:\n  - {id: a, input: hi}\n",
+            "other/list.json": '[{"id": "a", "input": "hi"}]',
+            "other/cases.jsonl": '// a comment\n{"id": "a", "assert": {"type": "contains", "value": "x"}}\n',
+            "other/pretty.jsonl": '{\n  "id": "a",\n  "input": "hi"\n}\n',
+        },
+    )
+    found = sorted(p.relative_to(project).as_posix() for p in project.rglob("*") if is_suite_file(p))
+    others = ["other/cases.jsonl", "other/list.json", "other/pretty.jsonl", "other/suite.yaml"]
+    assert found == [*others, "suites/a.jsonl", "suites/b.YAML"]
+    assert is_suite_file(project / "package.json", named=True)  # named on the command line
     assert not is_suite_file(REPO / "tests" / "bad_inputs" / "bad_regex.yaml")
     assert is_suite_file(REPO / "tests" / "bad_inputs" / "bad_regex.yaml", anywhere=True, base=REPO)
+
+
+def test_without_suites_the_testpaths_folders_hold_the_suites(tmp_path):
+    _tree(tmp_path, {**NOT_SUITES, "agent.yaml": "target: python:bot:respond\n", "checks/data.json": "{}"})
+    assert folders_in_testpaths(tmp_path, [".", "check*", "missing"]) == ((tmp_path / "checks").resolve(),)
+    testpaths = folders_in_testpaths(tmp_path, ["checks", "data"])
+    found = sorted(
+        f.relative_to(tmp_path).as_posix() for f in tmp_path.rglob("*") if is_suite_file(f, testpaths=testpaths)
+    )
+    assert found == ["checks/data.json", "data/rows.jsonl"]  # the report stays out
 
 
 def test_a_cli_agent_suite_runs_on_the_session_loop(project):

@@ -257,3 +257,22 @@ def test_unknown_executor_and_bad_options_are_exit_2(tmp_path):
     (root / "specrun.yaml").write_text("executor: rey\n")
     done = run_cli(["suite.jsonl"], cwd=root)
     assert done.returncode == 2 and 'specrun.yaml:1:11: "rey" is not one of: local, ray' in done.stderr
+
+
+def test_update_snapshots_is_refused_before_anything_runs(tmp_path):
+    cases = [{"id": "ok", "input": "hello", "before": "hooks.Before", "assertions": [{"type": "snapshot"}]}]
+    root = project(tmp_path / "p", cases)
+    done = run_cli(["suite.jsonl", "--update-snapshots", "-o", "out.jsonl"], cwd=root, env=env(root))
+    assert done.returncode == 2
+    assert "--update-snapshots cannot run on the ray executor" in done.stderr
+    assert "--executor local --update-snapshots" in done.stderr
+    assert not any((root / p).exists() for p in ("hooks.log", "out.jsonl", "__snapshots__", ".specrun"))
+
+
+def test_a_worker_with_its_own_copy_refuses_to_write_snapshots(tmp_path):
+    from specrun._run.runner import RunOptions
+    from specrun.plugin import RemoteRun, RemoteWorker, UsageError
+
+    shipped = RemoteRun(tmp_path / "project", tmp_path, {}, RunOptions(update_snapshots=True), [], [])
+    with pytest.raises(UsageError, match="--update-snapshots cannot run in a worker with its own copy"):
+        RemoteWorker(shipped, tmp_path / "copy")

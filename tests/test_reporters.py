@@ -131,7 +131,8 @@ def test_json_report_with_runs_has_stability_and_run_details(registry, multi, tm
     data = json.loads(write_report(registry, tmp_path / "r.json", multi))
     s = data["summary"]
     assert (s["total_cases"], s["total_runs"], s["runs_per_case"]) == (3, 9, 3)
-    assert (s["stable_cases"], s["unstable_cases"], s["pass_hat_k"], s["pass_at_k"]) == (1, 2, 33.3, 66.7)
+    assert (s["stable_cases"], s["unstable_cases"], s["consistently_failing_cases"]) == (1, 1, 1)
+    assert (s["pass_hat_k"], s["pass_at_k"]) == (33.3, 66.7)
     flaky = next(r for r in data["results"] if r["id"] == "flaky")
     assert flaky["pass_rate"] == 66.7 and flaky["consistency"] == 0.67 and flaky["status"] == "failed"
     assert flaky["classification"] == "Unstable" and flaky["std_deviation_ms"] == 81.6
@@ -140,6 +141,7 @@ def test_json_report_with_runs_has_stability_and_run_details(registry, multi, tm
     assert "input" in flaky and "file" not in flaky["run_details"][0]
     broken = next(r for r in data["results"] if r["id"] == "broken")
     assert broken["status"] == "error" and broken["reason"] == "agent error: boom"
+    assert broken["classification"] == "Consistently Erroring", "every run an error: consistent, not unstable"
 
 
 def test_gate_from_summary_decides_case_verdicts(registry, multi, tmp_path):

@@ -98,12 +98,30 @@ def test_durations_population_std_dev():
         (79.9, "Unstable"),
         (50, "Unstable"),
         (49.9, "Highly Unstable"),
-        (0, "Highly Unstable"),
+        (0.05, "Highly Unstable"),
+        (0, "Consistently Failing"),
         (None, "Skipped"),
     ],
 )
 def test_classification_bounds(rate, label):
     assert classify(rate) == label
+
+
+def test_every_run_failing_is_consistent_not_unstable():
+    """0 of N is as consistent as N of N: "Consistently Failing" (or Erroring, when no run even
+    reached a verdict), counted apart from the unstable cases in the summary."""
+    failing = case_stats([rec(run=i, status="failed") for i in (1, 2, 3)])
+    assert (failing["classification"], failing["stable"], failing["status"]) == (
+        "Consistently Failing",
+        False,
+        "failed",
+    )
+    crashing = case_stats([rec(run=i, status="error", output=None, error="boom") for i in (1, 2)])
+    assert crashing["classification"] == "Consistently Erroring"
+    mixed = case_stats([rec(run=1, status="failed"), rec(run=2, status="error", output=None, error="boom")])
+    assert mixed["classification"] == "Consistently Failing"
+    one_in_three = [rec(run=1, status="failed"), rec(run=2), rec(run=3, status="failed")]
+    assert case_stats(one_in_three)["classification"] == "Highly Unstable"
 
 
 def test_classification_uses_exact_rate_not_rounded():
@@ -166,7 +184,7 @@ def test_summary_pass_k_and_totals():
     assert s["runs_per_case"] == 3
     assert (s["runs_passed"], s["runs_failed"]) == (4, 5)
     assert s["overall_pass_rate"] == 44.4
-    assert (s["stable_cases"], s["unstable_cases"]) == (1, 2)
+    assert (s["stable_cases"], s["unstable_cases"], s["consistently_failing_cases"]) == (1, 1, 1)  # B; C
     assert s["pass_hat_k"] == 33.3  # A only
     assert s["pass_at_k"] == 66.7  # A and B
     assert s["duration_ms"] == 1234.6
@@ -229,3 +247,29 @@ def test_scan_rejects_a_bad_line_in_the_middle(tmp_path):
     path.write_text('{"type": "start"}\nnot json\n{"type": "summary"}\n')
     with pytest.raises(UsageError, match=r"r\.jsonl:2"):
         scan(path)
+
+
+CONTAINS = {"steady": "x", "mixed": "odd", "never": "nope"}
+
+
+def test_a_case_failing_every_run_reads_consistently_failing_not_unstable(tmp_path):
+    from support.cli import run_cli
+
+    (tmp_path / "specrun.yaml").write_text("timeout: 10s\n")
+    (tmp_path / "agent.yaml").write_text("target: python:turns:answer\n")
+    (tmp_path / "turns.py").write_text(
+        "import itertools\n_n = itertools.count()\n\n"
+        "def answer(messages, ctx):\n"
+        "    return messages[-1].text + (' odd' if next(_n) % 2 else ' even')\n"
+    )
+    # The agent's answers alternate between "x even" and "x odd" (one run at a time).
+    lines = [{"id": i, "input": "x", "assertions": [{"type": "contains", "value": v}]} for i, v in CONTAINS.items()]
+    (tmp_path / "suite.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = run_cli(["suite.jsonl", "--runs", "3", "--no-history", "-o", "r.md", "-o", "r.json"], tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "  Stable:    1\n  Unstable:  1\n  Failing:   1 consistently (no run passed)\n" in done.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    classes = {r["id"]: r["classification"] for r in report["results"]}
+    assert classes == {"steady": "Stable", "mixed": "Unstable", "never": "Consistently Failing"}
+    assert (report["summary"]["unstable_cases"], report["summary"]["consistently_failing_cases"]) == (1, 1)
+    assert "| Consistently failing cases | 1 |" in (tmp_path / "r.md").read_text()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -343,3 +344,53 @@ async def test_a_custom_evaluator_by_dotted_path_async_and_failing(tmp_path, rec
     with pytest.raises(UsageError, match="cannot find module 'nowhere'"):
         Test.compare("x", "x", evaluator="nowhere.Evaluator")
     assert Test.compare("x", "x", evaluator="deepeval", mode="score")[0]  # the built-in, by Agent Kernel's name
+
+
+# -- the docs' example, and what a failure shows -----------------------------------------------
+
+FAILURES = """
+from specrun.testing import Mode, Test
+
+
+async def test_compare_in_a_loop():
+    Test.compare("Sri Lanka", expected="Australia", mode=Mode.SCORE)
+
+
+def test_compare_without_one():
+    Test.compare("Paris.", expected="London", mode=Mode.SCORE)
+
+
+async def test_tools():
+    async with Test({"type": "python", "function": "echo_tools:reply"}) as t:
+        await t.send("hi")
+        t.expect_tool_called("lookup", {"id": 2})
+"""
+
+
+def _docs_block(language: str) -> str:
+    """The first ``language`` code block of docs/pytest.md's Test API section."""
+    section = (REPO / "docs" / "pytest.md").read_text().split("## The `Test` API", 1)[1]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_docs_example_warns_about_nothing_and_failures_show_only_the_comparison(pytester):
+    pytester.makeini(_docs_block("ini"))
+    pytester.makepyfile(test_example=_docs_block("python"), test_failures=FAILURES)
+    (pytester.path / "demo.py").write_text((EXAMPLES / "demo.py").read_text())
+    (pytester.path / "echo_tools.py").write_text(
+        "from specrun import Response, ToolCall\n\n"
+        "def reply(messages, ctx):\n    return Response('ok', tool_calls=[ToolCall('lookup', {'id': 1})])\n"
+    )
+    try:
+        done = pytester.runpytest_inprocess("-W", "error", "-p", "no:cacheprovider")
+    finally:
+        sys.modules.pop("echo_tools", None)
+    out = done.stdout.str()
+    done.assert_outcomes(passed=2, failed=3)  # the example's two tests (one of them sync), without a warning
+    assert "warning" not in out.lower()
+    assert out.count("received: 'Sri Lanka'") == 1 and out.count("received: 'Paris.'") == 1
+    assert 'expected a call to lookup with arguments {"id": 2}; matched 0; calls: lookup({"id": 1})' in out
+    # each failure points at the test's line; no frame of specrun, the event loop or its thread
+    failures = out.split(" FAILURES ", 1)[1]
+    assert f"{os.sep}specrun{os.sep}" not in failures and "asyncio" not in failures, failures
+    assert "concurrent" not in failures and len(re.findall(r"test_failures.py:\d+: AssertionError", failures)) == 3

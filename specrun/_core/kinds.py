@@ -385,8 +385,12 @@ class Executor(Plugin):
     ``--parallel``, BeforeAll/AfterAll, ``--fail-fast``, interrupts, and reporting each result
     to the console, the stream and the reports. An executor that runs a case elsewhere runs
     it there as ``local`` would (``host.remote_run(jobs)`` is the run to ship, rebuilt in a
-    worker) and hands back the result.
+    worker) and hands back the result. ``copies_project`` is True for an executor whose cases
+    run in a copy of the project: what a case writes there (an approved snapshot) would never
+    reach the user's files, so the engine refuses ``--update-snapshots`` before anything runs.
     """
+
+    copies_project: ClassVar[bool] = False
 
     def __init__(self, host: ExecutorHost, options: dict[str, Any]):
         self.host = host

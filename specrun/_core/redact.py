@@ -17,6 +17,7 @@ without protecting anything.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -174,6 +175,12 @@ def redact_json(text: str) -> str:
     except (ValueError, RecursionError):
         return masked
     return json.dumps(_redact_strings(data), ensure_ascii=False)
+
+
+def redact_data(data: Any) -> Any:
+    """A copy of JSON-like ``data`` with every string (keys too) redacted: what ``redact_json``
+    makes of it, so a value masked here equals the one the stream and the history keep."""
+    return redact(data) if isinstance(data, str) else _redact_strings(copy.deepcopy(data))
 
 
 def _redact_strings(data: Any) -> Any:

@@ -18,12 +18,10 @@ A write that fails is kept and raised at the next hook: the run ends with exit 3
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import secrets
 import sqlite3
-import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hookimpl
 from .._core.data import Case, to_json
-from .._core.kinds import Job
 from .._core.redact import redact, redact_json
 from .._core.results import Result, RunInfo
+from .._run.runner import Job
+from .revision import git_commit
 from .store import CaseKey, History, HistoryError, case_suite, suite_key
 
 if TYPE_CHECKING:
@@ -66,17 +65,21 @@ def content_hash(case: Case) -> str:
         return _digest(repr(definition))
 
 
-def mark_flaky(history: History, jobs: Jobs, root: Path) -> None:
+def mark_flaky(history: History, jobs: Jobs, root: Path, revisions: dict[str, str]) -> None:
     """Mark the jobs of the cases that are flaky in ``history`` (their results say so), as the
     jobs are made: every flaky case of the history is asked for (there are few), not the plan's
-    ids, which would be read whole first."""
-    flaky = {f.key for f in history.flaky()}
+    ids, which would be read whole first. A case is marked only when this run measures what
+    made it flaky: the same content against its agent at the same revision (``revisions``, by
+    agent id); an edited case or a changed agent starts afresh here too."""
+    flaky = {f.key: (f.content_hash, f.revision) for f in history.flaky()}
     if not flaky:
         return
     known: dict[int, str] = {}
 
     def mark(job: Job) -> None:
-        job.flaky = CaseKey(case_suite(job.case, root, known), job.case.id, job.agent.id) in flaky
+        seen = flaky.get(CaseKey(case_suite(job.case, root, known), job.case.id, job.agent.id))
+        # the content hash only of the few flaky cases: no cost per case
+        job.flaky = seen is not None and seen == (content_hash(job.case), revisions.get(job.agent.id))
 
     jobs.mark = mark
     for job in jobs.held or ():  # made already (an executor that ships them)
@@ -90,19 +93,6 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def git_commit(root: Path) -> str | None:
-    """The commit checked out at ``root``, when it is in a git repository."""
-    if not any((folder / ".git").exists() for folder in [root, *root.parents]):
-        return None  # no git process for a project outside any repository
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
-        )
-        if done.returncode == 0:
-            return done.stdout.strip() or None
-    return None
-
-
 class HistoryRecorder:
     """Records one run into ``history`` (see the module docstring) of ``plan``."""
 
@@ -113,6 +103,7 @@ class HistoryRecorder:
         root: Path,
         argv: list[str],
         stream: Path | None,
+        revisions: dict[str, str],
     ):
         self.history = history
         self.run_id = new_run_id()
@@ -120,6 +111,7 @@ class HistoryRecorder:
         self.argv = argv
         self.stream = stream
         self.plan = plan
+        self.revisions = revisions  # agent id -> its revision (specrun._history.revision), worked out once
         self._suites: dict[int, str] = {}  # id(suite) -> its key
         self._pending: list[tuple[Any, ...]] = []
         self._failure: str | None = None
@@ -193,6 +185,7 @@ class HistoryRecorder:
                 _digest(to_json([record.get("output"), record.get("tool_calls")])),
                 content,
                 result.public_line,
+                self.revisions.get(agent),
             )
         )
         if len(self._pending) == 1:

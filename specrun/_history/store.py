@@ -14,8 +14,9 @@ format is ``PRAGMA user_version``: a database written by a newer specrun, or a f
 a specrun history at all, is a :class:`HistoryError` saying what to do, never a traceback.
 
 **Flaky.** A case is flaky when, among its latest ``flaky_window`` results (default 10) against
-the same agent since its content last changed (an edited case starts afresh), at least one
-passed and at least one failed or errored. Skipped results and cases cut short by Ctrl-C do
+the same agent at the same revision (:mod:`specrun._history.revision`) since its content last changed,
+at least one passed and at least one failed or errored: a new revision or an edited case
+starts afresh, so one fix is not a flip. Skipped results and cases cut short by Ctrl-C do
 not count.
 """
 
@@ -25,6 +26,7 @@ import contextlib
 import itertools
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
 DEFAULT_KEEP = 100  # runs kept; older ones are dropped at the end of a run
-FORMAT = 1  # PRAGMA user_version of the schema below
+FORMAT = 2  # PRAGMA user_version of the schema below (1: before ``revision``, migrated on open)
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another run's (each holds the lock for microseconds)
 
 _SCHEMA = """
@@ -49,29 +51,37 @@ CREATE TABLE IF NOT EXISTS runs(
 CREATE TABLE IF NOT EXISTS cases(
     run_id TEXT, case_id TEXT, run_index INT, agent TEXT, suite TEXT, line INT, status TEXT,
     duration_ms REAL, tokens INT, cost REAL, error TEXT, cached INT, fingerprint TEXT,
-    content_hash TEXT, result TEXT);
+    content_hash TEXT, result TEXT, revision TEXT);
 CREATE TABLE IF NOT EXISTS case_state(
     suite TEXT, case_id TEXT, agent TEXT, content_hash TEXT, verdicts TEXT, last_run TEXT,
-    last_failed INT, duration_ms REAL, PRIMARY KEY (suite, case_id, agent));
+    last_failed INT, duration_ms REAL, revision TEXT, PRIMARY KEY (suite, case_id, agent));
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
 CREATE INDEX IF NOT EXISTS cases_by_run ON cases(run_id);
 CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, agent);
 """
 
+# Format 1 had no ``revision``: its results are kept, with none (they count towards no flaky mark).
+_MIGRATIONS = {
+    1: ("ALTER TABLE cases ADD COLUMN revision TEXT", "ALTER TABLE case_state ADD COLUMN revision TEXT"),
+}
 _JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result")
 # A verdict that says something about the agent: skips do not, nor a case cut short by Ctrl-C.
 _LETTERS = {"passed": "P", "failed": "F", "error": "E"}
 _STATUS = {letter: status for status, letter in _LETTERS.items()}
 _KEPT_VERDICTS = 100  # letters of case_state.verdicts, newest first: the longest --window
-# ``verdicts`` and ``duration_ms`` carry on while the content is the same; ``last_failed`` says
+# ``verdicts`` carry on while the content and the agent's revision are the same (``IS``: a row
+# migrated from format 1 has no revision, and starts afresh); ``duration_ms`` always; ``last_failed`` says
 # whether any result of the case's latest run failed or errored. SET reads the row's old values.
 _UPDATE_STATE = f"""
-INSERT INTO case_state VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO case_state VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (suite, case_id, agent) DO UPDATE SET
     verdicts = substr(
-        excluded.verdicts || iif(content_hash = excluded.content_hash, verdicts, ''), 1, {_KEPT_VERDICTS}
+        excluded.verdicts
+        || iif(content_hash = excluded.content_hash AND revision IS excluded.revision, verdicts, ''),
+        1, {_KEPT_VERDICTS}
     ),
     content_hash = excluded.content_hash,
+    revision = excluded.revision,
     last_failed = iif(last_run = excluded.last_run, max(last_failed, excluded.last_failed), excluded.last_failed),
     last_run = excluded.last_run,
     duration_ms = (duration_ms + excluded.duration_ms) / 2
@@ -99,6 +109,8 @@ class Flaky:
     failed: int  # failed or errored
     flips: int  # changes between passed and not passed, oldest to newest
     last: str  # its latest status
+    content_hash: str = ""  # of the case those results are of
+    revision: str = ""  # of the agent they were measured against (specrun._history.revision)
 
 
 @dataclass(frozen=True)
@@ -232,12 +244,12 @@ class History:
     def add_cases(self, rows: list[tuple[Any, ...]]) -> None:
         """Add case results (``rows``: every column of ``cases``, in order), and update ``case_state``."""
         states = [
-            (suite, case_id, agent, content, _LETTERS[status], run_id, int(status != "passed"), duration)
-            for run_id, case_id, _, agent, suite, _, status, duration, _, _, error, _, _, content, _ in rows
+            (suite, case_id, agent, content, _LETTERS[status], run_id, int(status != "passed"), duration, revision)
+            for run_id, case_id, _, agent, suite, _, status, duration, _, _, error, _, _, content, _, revision in rows
             if status in _LETTERS and error != "interrupted"
         ]
         with self._transact():
-            self.db.executemany(f"INSERT INTO cases VALUES ({', '.join('?' * 15)})", rows)
+            self.db.executemany(f"INSERT INTO cases VALUES ({', '.join('?' * 16)})", rows)
             self.db.executemany(_UPDATE_STATE, states)
 
     def end_run(self, run_id: str, totals: Mapping[str, Any]) -> None:
@@ -270,7 +282,7 @@ class History:
         """``case_id``'s results across runs, newest first, with each run's start and commit."""
         return self._rows(
             "SELECT c.run_id, r.started_at, r.git_commit, c.run_index, c.agent, c.suite, c.line, c.status,"
-            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash, c.result"
+            " c.duration_ms, c.tokens, c.cost, c.error, c.cached, c.fingerprint, c.content_hash, c.result, c.revision"
             " FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
             " ORDER BY r.started_at DESC, r.id DESC, c.run_index DESC LIMIT ?",
             [case_id, limit],
@@ -278,21 +290,32 @@ class History:
 
     def flaky(self, window: int | None = None, case_ids: Iterable[str] | None = None) -> list[Flaky]:
         """The flaky cases (see the module docstring), most flips first; only those of
-        ``case_ids`` when given. ``window``: latest results per case looked at (default: the setting)."""
+        ``case_ids`` when given. ``window``: latest results per case looked at (default: the setting).
+        Each one's verdicts are of one content and one revision (``case_state`` starts afresh at
+        a change); results recorded without a revision (format 1) make none flaky."""
         window = min(window or self.settings.flaky_window, _KEPT_VERDICTS)
         where, params = _among(case_ids, "case_id")
         rows = self._query(
-            f"SELECT suite, case_id, agent, substr(verdicts, 1, ?) AS recent FROM case_state"
-            f" WHERE instr(recent, 'P') AND (instr(recent, 'F') OR instr(recent, 'E')) {where}",
+            f"SELECT suite, case_id, agent, substr(verdicts, 1, ?) AS recent, content_hash, revision FROM case_state"
+            f" WHERE instr(recent, 'P') AND (instr(recent, 'F') OR instr(recent, 'E'))"
+            f" AND revision IS NOT NULL {where}",
             [window, *params],
         ).fetchall()
         found = []
-        for suite, case_id, agent, recent in rows:
+        for suite, case_id, agent, recent, content, revision in rows:
             verdicts = [letter == "P" for letter in reversed(recent)]  # oldest first
             flips = sum(a != b for a, b in itertools.pairwise(verdicts))
             passed = sum(verdicts)
             found.append(
-                Flaky(CaseKey(suite, case_id, agent), passed, len(verdicts) - passed, flips, _STATUS[recent[0]])
+                Flaky(
+                    CaseKey(suite, case_id, agent),
+                    passed,
+                    len(verdicts) - passed,
+                    flips,
+                    _STATUS[recent[0]],
+                    content,
+                    revision,
+                )
             )
         return sorted(found, key=lambda f: (-f.flips, f.key))
 
@@ -328,6 +351,21 @@ def _among(case_ids: Iterable[str] | None, column: str) -> tuple[str, list[str]]
     return f"AND {column} IN (SELECT value FROM json_each(?))", [json.dumps(sorted(set(case_ids)))]
 
 
+def _to_wal(db: sqlite3.Connection) -> None:
+    """Put a new file in WAL mode, which lasts with it: readers never wait for a writer. Two runs
+    starting on a new file at once both try; SQLite answers the second "locked" at once, without
+    its busy timeout (the switch would deadlock), so it is asked again until the timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def _prepare(db: sqlite3.Connection, path: Path) -> None:
     """Settings of the connection; the schema when the file is new; its format checked."""
     db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -338,7 +376,7 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
             f" {FORMAT}): upgrade specrun, or point specrun.yaml's history setting at another file"
         )
     if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        db.execute("PRAGMA journal_mode = WAL")  # lasts with the file: readers never wait for a writer
+        _to_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")  # in WAL mode: a power cut may lose the last commits, never corrupt
     if version == FORMAT:
         return
@@ -354,7 +392,11 @@ def _prepare(db: sqlite3.Connection, path: Path) -> None:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
-            db.execute(f"PRAGMA user_version = {FORMAT}")
+        else:  # an older format (another run may have migrated it while this one waited: re-read above)
+            for old in range(version, FORMAT):
+                for statement in _MIGRATIONS[old]:
+                    db.execute(statement)
+        db.execute(f"PRAGMA user_version = {FORMAT}")
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")

@@ -97,7 +97,7 @@ class ConsoleReport:
         self._gone = False
         self.output_paths: list[str] = []
         self._cells: dict[tuple[str, str], dict[str, list[int]]] | None = None  # the agent x case matrix
-        self.flaky: dict[str, None] = {}  # ids of the cases flaky in the run history, in order
+        self.flaky: dict[str, None] = {}  # the cases flaky in the run history (id, @agent in a matrix), in order
         self.cached = 0  # results whose model calls were all answered from the cache
         self.info: RunInfo | None = None
 
@@ -159,8 +159,9 @@ class ConsoleReport:
             counts = cell.setdefault(result.agent, [0, 0])
             counts[0] += result.status == "passed"
             counts[1] += 1
-        if result.flaky:
-            self.flaky[result.case.id] = None
+        if result.flaky:  # against this agent: another agent's flaky case is not this one's
+            agent = f" @{result.agent}" if self._cells is not None and result.agent else ""
+            self.flaky[result.case.id + agent] = None
         self.cached += result.cached
         if not self.quiet or result.status != "passed":
             self._print_case(result)
@@ -310,14 +311,16 @@ class ConsoleReport:
         if summary.get("runs_per_case", 1) > 1:
             total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
             rows = [(k, total if k == "Total" else v) for k, v in rows]
+            failing = summary.get("consistently_failing_cases")  # not unstable: 0 of N is consistent
             rows += [
                 ("Stable", summary.get("stable_cases")),
                 ("Unstable", summary.get("unstable_cases")),
+                ("Failing", failing and f"{failing} consistently (no run passed)"),
                 ("pass^k", f"{summary.get('pass_hat_k')}%"),
                 ("pass@k", f"{summary.get('pass_at_k')}%"),
             ]
         if self.flaky:
-            shown = ", ".join(clean(case_id, 40) for case_id in list(self.flaky)[:10])
+            shown = ", ".join(clean(case, 60) for case in list(self.flaky)[:10])
             rows.append(("Flaky", shown + (f" (+{len(self.flaky) - 10})" if len(self.flaky) > 10 else "")))
         if self.cached:
             rows.append(("Cached", f"{self.cached} result{'s' * (self.cached != 1)} judged from the model cache"))

@@ -4,8 +4,10 @@ When ``GITHUB_ACTIONS=true`` (GitHub sets it in every job), a run has one more p
 lifecycle hooks (see :mod:`specrun._run.lifecycle`). At the end, each failed or errored case becomes
 an ``::error file=<suite>,line=<case line>,title=<case id>::<why>`` workflow command, so the
 failure shows on the suite file in the pull request, and a Markdown summary (totals, each
-failure with expected vs actual, the cases the run history finds flaky: their results say
-``flaky``, see :mod:`specrun._history.store`) is appended to ``$GITHUB_STEP_SUMMARY``.
+failure with expected vs actual, the cases the run history finds flaky against the agent they
+ran against: their results say ``flaky``, see :mod:`specrun._history.store`) is appended to
+``$GITHUB_STEP_SUMMARY``. A flaky mark names its agent: a case flaky against agent a is not
+flaky against agent b.
 
 An agent's text must not become a workflow command: while the cases run, command processing is
 stopped (``::stop-commands::<random token>``, GitHub's own switch) and it resumes only after the
@@ -81,7 +83,7 @@ class GitHubActions:
         self.out = out or sys.stdout
         self._token = secrets.token_hex(16)
         self._gone = False
-        self._flaky: set[tuple[str, str]] = set()  # (file, id) of the cases whose results say flaky
+        self._flaky: set[tuple[str, str, str]] = set()  # (file, id, agent) of the results that say flaky
 
     def _command(self, line: str) -> None:
         if self._gone:
@@ -113,10 +115,16 @@ class GitHubActions:
 
     def _note_flaky(self, offset: int, record: dict[str, Any]) -> None:
         if record.get("flaky"):
-            self._flaky.add((str(record.get("file") or ""), str(record.get("id"))))
+            self._flaky.add((str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or "")))
 
     def _is_flaky(self, case: CaseStats) -> bool:
-        return (case.file, case.id) in self._flaky
+        return (case.file, case.id, case.agent or "") in self._flaky
+
+    def _flaky_note(self, case: CaseStats) -> str:
+        """``flaky against AGENT in the run history`` when it is, else nothing."""
+        if not self._is_flaky(case):
+            return ""
+        return f"flaky against {case.agent} in the run history" if case.agent else "flaky in the run history"
 
     def _file(self, file: str) -> str:
         """The suite's path from the repository root, as annotations need it."""
@@ -130,7 +138,7 @@ class GitHubActions:
         if case.runs > 1:
             lines[0] += f" ({case.passed} of {case.runs} runs passed)"
         if self._is_flaky(case):
-            lines[0] += " (flaky in the run history)"
+            lines[0] += f" ({self._flaky_note(case)})"
         for assertion in _bad_assertions(record)[:3]:
             if "expected" in assertion or "actual" in assertion:
                 lines.append(f"{assertion.get('type')}: expected {_value(assertion.get('expected'), CELL)}")
@@ -167,10 +175,18 @@ class GitHubActions:
             ]
         flaky = [c for c in scanned.aggregator.cases() if self._is_flaky(c)]
         if flaky:
-            lines += ["### Flaky in the run history", "", "| Case | Suite | This run |", "| --- | --- | --- |"]
+            lines += [
+                "### Flaky in the run history",
+                "",
+                "| Case | Suite | Agent | This run |",
+                "| --- | --- | --- | --- |",
+            ]
             for case in flaky:
                 where = f"{md_text(self._file(case.file))}:{case.line}"
-                lines.append(f"| {md_text(case.id, 200)} | {where} | {ICONS.get(case.status, '')} {case.status} |")
+                agent = md_text(case.agent or "", 100)
+                lines.append(
+                    f"| {md_text(case.id, 200)} | {where} | {agent} | {ICONS.get(case.status, '')} {case.status} |"
+                )
             lines.append("")
         return "\n".join(lines) + "\n"
 
@@ -178,7 +194,7 @@ class GitHubActions:
         icon = ICONS[case.status]
         name = f" · {md_text(case.name, 120)}" if case.name else ""
         runs = f" · {case.passed} of {case.runs} runs passed" if case.runs > 1 else ""
-        runs += " · flaky in the run history" if self._is_flaky(case) else ""
+        runs += f" · {md_text(self._flaky_note(case))}" if self._is_flaky(case) else ""
         lines = [
             f"#### {icon} {md_text(case.id, 200)}{name}",
             "",

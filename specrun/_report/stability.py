@@ -30,22 +30,22 @@ STABLE = "Stable"
 MOSTLY_STABLE = "Mostly Stable"
 UNSTABLE = "Unstable"
 HIGHLY_UNSTABLE = "Highly Unstable"
+CONSISTENTLY_FAILING = "Consistently Failing"
+CONSISTENTLY_ERRORING = "Consistently Erroring"  # every run an error: not the agent's wrong answer
 SKIPPED = "Skipped"
 
 REASON_CHARS = 300
+_CLASSES = ((100, STABLE), (80, MOSTLY_STABLE), (50, UNSTABLE))  # (lowest pass rate, name)
 
 
 def classify(pass_rate: float | None) -> str:
-    """Stable at 100, Mostly Stable from 80, Unstable from 50, Highly Unstable below 50."""
+    """Stable at 100 and Consistently Failing at 0: both consistent. Between them the seed's
+    classes: Mostly Stable from 80, Unstable from 50, Highly Unstable below 50."""
     if pass_rate is None:
         return SKIPPED
-    if pass_rate >= 100:
-        return STABLE
-    if pass_rate >= 80:
-        return MOSTLY_STABLE
-    if pass_rate >= 50:
-        return UNSTABLE
-    return HIGHLY_UNSTABLE
+    if pass_rate <= 0:
+        return CONSISTENTLY_FAILING
+    return next((name for lowest, name in _CLASSES if pass_rate >= lowest), HIGHLY_UNSTABLE)
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -95,8 +95,7 @@ def failure_reason(record: dict[str, Any]) -> str | None:
                 break
     if not text:
         return None
-    text = str(text)
-    return shorten(text, REASON_CHARS)
+    return shorten(str(text), REASON_CHARS)
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -195,9 +194,8 @@ class CaseStats:
 
     @property
     def classification(self) -> str:
-        if not self.runs:
-            return SKIPPED
-        return STABLE if self.stable else classify(min(self.pass_rate or 0.0, 99.99))
+        rate = self.pass_rate if self.stable or not self.runs else min(self.pass_rate or 0.0, 99.99)  # 1999/2000
+        return CONSISTENTLY_ERRORING if self.errors == self.runs > 0 else classify(rate)
 
     @property
     def status(self) -> str:
@@ -340,7 +338,7 @@ class Aggregator:
         t = copy.deepcopy(self._done)
         for c in self._cases.values():
             t.add(c)
-        measured = t.stable + t.unstable
+        measured = t.stable + t.unstable + t.failing  # the cases with a run that reached a verdict
         executed = t.passed + t.failed + t.errors
         data: dict[str, Any] = {
             "total": t.cases,
@@ -359,6 +357,7 @@ class Aggregator:
             "overall_pass_rate": _pct(t.passed, executed),
             "stable_cases": t.stable,
             "unstable_cases": t.unstable,
+            "consistently_failing_cases": t.failing,
             "pass_hat_k": _pct(t.all_passed, measured),
             "pass_at_k": _pct(t.any_passed, measured),
             "min_pass_rate": self.min_pass_rate,

@@ -19,7 +19,7 @@ class Totals:
         self.verdicts: Counter[str] = Counter()
         self.cases = self.passed = self.failed = self.errors = self.skipped = self.timeouts = 0
         self.agents = AgentTotals()
-        self.stable = self.unstable = self.all_passed = self.any_passed = 0
+        self.stable = self.unstable = self.failing = self.all_passed = self.any_passed = 0
         self.total_ms = 0.0
         self.usage_seen = False
         self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
@@ -35,8 +35,10 @@ class Totals:
         self.total_ms += c.total_ms
         self.agents.add(c)
         if c.runs:
+            # 0 of N passed is as consistent as N of N: it is failing, not unstable
             self.stable += c.stable
-            self.unstable += not c.stable
+            self.unstable += 0 < c.passed < c.runs
+            self.failing += c.passed == 0
             self.all_passed += c.passed == c.runs
             self.any_passed += c.passed > 0
         if c.has_usage:

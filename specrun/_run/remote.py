@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.data import Agent, Case
-from .._core.kinds import CaseCancelled, Job
-from .._project.project import Project
-from .runner import Runner, RunOptions
+from .._core.data import Case
+from .._core.errors import UsageError
+from .._core.kinds import CaseCancelled
+from .._project.project import Agent, Project
+from .runner import Job, Runner, RunOptions
 
 
 @dataclass
@@ -81,6 +82,8 @@ class RemoteWorker:
         from .._project.plugin_manager import default_plugins
         from .session import model_client
 
+        if run.options.update_snapshots and root != run.root:  # they would land in the copy, not the project
+            raise UsageError("--update-snapshots cannot run in a worker with its own copy of the project")
         run.moved_to(root)
         self.run_spec = run
         plugins = default_plugins()

@@ -24,7 +24,6 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._core.data import (
@@ -38,7 +37,7 @@ from .._core.data import (
     Usage,
     format_duration,
 )
-from .._core.errors import ReportError, SpecrunError, TargetError
+from .._core.errors import ReportError, SpecrunError, TargetError, UsageError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
@@ -61,6 +60,10 @@ if TYPE_CHECKING:
     from .remote import RemoteRun
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+COPIES_PROJECT = (
+    "its cases run in a copy of the project, so approved snapshots would never reach your files;"
+    " approve with the local executor (--executor local --update-snapshots)"
+)
 
 
 class Runner:
@@ -71,6 +74,7 @@ class Runner:
         self.project = project
         self.plugins = plugins
         self.options = options
+        self.root, self.interrupt_grace = project.root, options.interrupt_grace  # for the executor
         self.models = models
         self.aggregator = Aggregator(options.min_pass_rate, options.runs, keep=False)
         self.done = 0
@@ -83,17 +87,12 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
-        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
+        executor = plugins.registry.get("executor", options.executor)
+        if options.update_snapshots and executor.copies_project:
+            raise UsageError(f"--update-snapshots cannot run on the {executor.name} executor: {COPIES_PROJECT}")
+        self.executor = executor(self, options.executor_options)
 
     # -- what the executor may use (ExecutorHost) ------------------------------------------------
-
-    @property
-    def root(self) -> Path:
-        return self.project.root
-
-    @property
-    def interrupt_grace(self) -> float:
-        return self.options.interrupt_grace
 
     def remote_run(self, jobs: list[Job]) -> RemoteRun:
         from .remote import RemoteRun

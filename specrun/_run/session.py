@@ -284,14 +284,17 @@ class RunSession:
         if not self.request.history or settings(self.project.root, self.project.config).path is None:
             return None
         from .._history.recording import HistoryRecorder, mark_flaky
+        from .._history.revision import agent_revisions
 
         history = History.open(self.project.root, self.project.config, create=True)
-        mark_flaky(history, jobs, self.project.root)
+        own = [suite.path for suite in plan.suites] + [stream] + [Path(o) for o in self.outputs]
+        revisions = agent_revisions(plan.pairs.used_agents(), self.request.connector, own)  # once per agent
+        mark_flaky(history, jobs, self.project.root, revisions)
         if self.shard is not None:  # a part of a run is not recorded: every shard then balances by the same durations
             history.close()
             return None
         kept = None if self._temporary is not None else stream
-        return HistoryRecorder(history, plan, self.project.root, self.request.argv, kept)
+        return HistoryRecorder(history, plan, self.project.root, self.request.argv, kept, revisions)
 
     def _reporters(self, outputs: list[str]) -> tuple[list[Reporter], ResultStream]:
         """The ``-o`` reporters and the result stream: at the ``.jsonl`` output, else in a

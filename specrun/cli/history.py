@@ -123,8 +123,11 @@ def _timeline(store: Any, case_id: str, agent: str | None, limit: int) -> None:
             notes.append("case edited")
         if older is not None and newer["agent"] != older["agent"]:
             notes.append("other agent")
-        elif older is not None and newer["fingerprint"] != older["fingerprint"] and newer["status"] != "skipped":
-            notes.append("new output")
+        elif older is not None:
+            if newer["revision"] != older["revision"]:
+                notes.append("agent changed")  # its code, config or -c model: flakiness starts afresh
+            if newer["fingerprint"] != older["fingerprint"] and newer["status"] != "skipped":
+                notes.append("new output")
         if newer["cached"]:
             notes.append("cached")
         if newer["error"]:
@@ -153,7 +156,10 @@ def _timeline(store: Any, case_id: str, agent: str | None, limit: int) -> None:
 def _flaky(store: Any, window: int | None, agent: str | None) -> None:
     found = [f for f in store.flaky(window) if agent is None or f.key.agent == agent]
     size = window or store.settings.flaky_window
-    rule = f"over the latest {size} runs of each case, against the same agent and with the same case content"
+    rule = (
+        f"over the latest {size} runs of each case, with the same case content, against the same agent"
+        " at the same revision"
+    )
     if not found:
         click.echo(f"No flaky cases {rule}.")
         return

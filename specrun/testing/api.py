@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._core.data import Context, Message, Response
-from .._core.errors import EvaluationError, TargetError
+from .._core.errors import EvaluationError, SpecrunError, TargetError
 from .._core.kinds import Verdict
 from .._judges.matching import Mode, alternatives
 from . import clients
 from .config import TestConfig, load_config, load_evaluator
+from .tools import expect_tools, tool_params
 
 DEFAULT_READ_TIMEOUT = 30.0
 T = TypeVar("T")
@@ -42,15 +43,24 @@ T = TypeVar("T")
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine to completion from synchronous code, even inside a running event loop
     (then in a worker thread with its own loop, blocking the caller until it is done)."""
+    __tracebackhide__ = True
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
-        return asyncio.run(_await(make))
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="specrun-compare") as pool:
-        return pool.submit(asyncio.run, _await(make)).result()
+        running = False
+    try:
+        if not running:
+            return asyncio.run(_await(make))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="specrun-compare") as pool:
+            return pool.submit(asyncio.run, _await(make)).result()
+    except (AssertionError, SpecrunError) as exc:
+        # The message is the failure; the frames of the loop and the thread under it only hide it.
+        raise exc.with_traceback(None)  # noqa: B904 (the same exception, not a new one)
 
 
 async def _await(make: Callable[[], Awaitable[T]]) -> T:
+    __tracebackhide__ = True
     return await make()
 
 
@@ -77,6 +87,7 @@ async def evaluate(
 
     Returns ``(passed, score, reason)`` of the evaluator when it does.
     """
+    __tracebackhide__ = True  # a failure shows the comparison at the user's line, not these frames
     wanted = alternatives(expected)
     config = config or load_config()
     chosen_mode, chosen_threshold = config.resolve(mode, threshold)
@@ -174,6 +185,7 @@ class Test:
         self._project: Any = None
         self._history: list[Message] = []
         self._failed: str | None = None
+        self._cli_reply = False  # the last reply came from a CLI agent, which reports no tool calls
         self._holding = False  # this test keeps its loop's judge clients open from start() to stop()
         self._command = self._command_of(target)
 
@@ -322,7 +334,7 @@ class Test:
         if self._process is None and self._session is None:
             await self.start()
         self.last_user_input = message
-        self.last_agent_response = None
+        self.last_agent_response = self.last_response = None
         try:
             if self._process is not None:
                 reply = await self._process.ask(message)
@@ -343,11 +355,31 @@ class Test:
             raise
         self.last_response = response
         self.last_agent_response = response.text
+        self._cli_reply = (self._process or getattr(self._session, "process", None)) is not None
         return response.text
+
+    def expect_tool_called(self, name: str | Sequence[str], arguments: Mapping[str, Any] | None = None) -> None:
+        """Assert that the agent called ``name`` (a list: any of them) in its last reply, with
+        ``arguments`` as a subset of the call's (the ``tool_called`` assertion's rule).
+
+        Synchronous: nothing to await. ``AssertionError`` lists the calls made otherwise;
+        ``EvaluationError`` for a CLI agent, whose tool calls are not known.
+        """
+        __tracebackhide__ = True
+        params = tool_params(name, arguments)
+        run_sync(lambda: expect_tools(self.last_response, "tool_called", params, self._cli_reply))
+
+    def expect_tool_not_called(self, name: str | Sequence[str], arguments: Mapping[str, Any] | None = None) -> None:
+        """Assert that the agent did not call ``name`` (a list: any of them; with ``arguments``:
+        with those arguments) in its last reply; the negation of :meth:`expect_tool_called`."""
+        __tracebackhide__ = True
+        params = tool_params(name, arguments)
+        run_sync(lambda: expect_tools(self.last_response, "tool_not_called", params, self._cli_reply))
 
     async def expect(self, expected: str | Sequence[str]) -> tuple[bool, float, str]:
         """Assert that the last reply matches one of ``expected`` (a bare string is one answer),
         with this test's mode and ``match_threshold``; ``AssertionError`` shows both otherwise."""
+        __tracebackhide__ = True
         if self.last_agent_response is None:
             raise AssertionError("no reply to check: call send() first")
         return await evaluate(
@@ -378,6 +410,7 @@ class Test:
         ``threshold`` default to the configured ones. Raises ``AssertionError`` showing the
         expected and received answers; returns ``(passed, score, reason)``.
         """
+        __tracebackhide__ = True
         return run_sync(lambda: Test.acompare(actual, expected, user_input, threshold, mode, evaluator=evaluator))
 
     @staticmethod
@@ -391,6 +424,7 @@ class Test:
         evaluator: Any = None,
     ) -> tuple[bool, float, str]:
         """:meth:`compare` for async code."""
+        __tracebackhide__ = True
         return await evaluate(
             actual, expected, user_input=user_input, threshold=threshold, mode=mode, evaluator=evaluator
         )
@@ -415,6 +449,7 @@ class Test:
         it rejects the answer, ``EvaluationError`` when it reaches no verdict; returns
         ``(passed, score, reason)``. Synchronous like :meth:`compare`; ``await Test.aassert_agent(...)``.
         """
+        __tracebackhide__ = True
         return run_sync(
             lambda: Test.aassert_agent(actual, validator, options, threshold=threshold, user_input=user_input)
         )
@@ -429,6 +464,7 @@ class Test:
         user_input: str | None = None,
     ) -> tuple[bool, float, str]:
         """:meth:`assert_agent` for async code."""
+        __tracebackhide__ = True
         from .validators import judge_with_agent
 
         return await judge_with_agent(actual, validator, options, threshold=threshold, user_input=user_input)

@@ -284,6 +284,7 @@ class CompareEvaluator:
     async def evaluate(
         self, actual: str, expected: list[str], user_input: str | None, threshold: float, mode: str
     ) -> EvaluatorResult:
+        __tracebackhide__ = True
         llm = self.config.llm
         model = llm.litellm_model
         async with contextlib.AsyncExitStack() as stack:

@@ -47,6 +47,7 @@ async def judge_with_agent(
 ) -> tuple[bool, float, str]:
     """Have ``validator`` judge ``actual``; ``AssertionError`` when it rejects it, ``EvaluationError``
     when no verdict could be reached. Returns ``(passed, score, reason)``."""
+    __tracebackhide__ = True
     from .._core.kinds import Check
     from .._core.services import Services
     from .._project.plugin_manager import default_plugins

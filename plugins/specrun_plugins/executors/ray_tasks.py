@@ -12,6 +12,9 @@ back its sealed result; the driver's runner reports it as its own. A task is nev
 Cancelling a case (``--fail-fast``, Ctrl-C) cancels its task: Ray interrupts the worker, the
 case stops there and its ``after`` hook runs, and the driver waits for that up to the run's
 ``interrupt_grace`` (``RunOptions``, shipped to the workers with the run).
+
+``--update-snapshots`` is refused before anything runs: a worker's snapshots would be written
+into its copy of the project, never into the user's files.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class RayExecutor(Executor):
 
     name = "ray"
     description = "Runs each case as a Ray task on a cluster (RAY_ADDRESS or address:, else a local one)."
+    copies_project = True  # the workers run in a copy: --update-snapshots is refused before anything runs
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "address": {"type": "string", "description": "The cluster (default: RAY_ADDRESS, else a local one)."},

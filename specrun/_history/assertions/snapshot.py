@@ -3,7 +3,9 @@
 The golden output is a file under ``__snapshots__/`` next to the suite, or, when the assertion
 has a ``value``, that value inline in a YAML suite. ``--update-snapshots`` approves what the
 agent said instead of comparing (an inline one is rewritten in place, comments kept). A case
-with no approved snapshot yet is an error, never a pass. Storage is ``specrun.plugin.Snapshot``.
+with no approved snapshot yet is an error, never a pass. Both sides of the comparison are
+masked as the snapshot is stored (``Snapshot.masked``): a secret is never kept, and an approved
+masked output matches the next run's. Storage is ``specrun.plugin.Snapshot``.
 Registered by the family's register_assertion_types hook.
 """
 
@@ -27,6 +29,18 @@ def _same(golden: Any, output: Any) -> bool:
 
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _own_file(assertion: Assertion, assertions: list[Assertion]) -> None:
+    """Two snapshots of a case kept in files under one name would share a file: refuse."""
+    name = assertion.params.get("name")
+    same = [
+        a for a in assertions if a.type == assertion.type and "value" not in a.params and a.params.get("name") == name
+    ]
+    if len(same) > 1:
+        raise EvaluationError(
+            f"this case has {len(same)} snapshots named {name!r} kept in files; give each its own name"
+        )
 
 
 class SnapshotAssertion(AssertionType):
@@ -55,8 +69,10 @@ class SnapshotAssertion(AssertionType):
         inline = "value" in params
         suite = str(case.suite.path.resolve())
         snap = Snapshot(suite, case.location.pointer, case.id, self.name, params.get("name"), inline)
+        if not inline:
+            _own_file(assertion, case.assertions)
         found, golden = (params["value"] is not None, params["value"]) if inline else snap.read_file()
-        output = check.response.content
+        golden, output = Snapshot.masked(golden), Snapshot.masked(check.response.content)
         where = f"{case.suite.path.name} (inline)" if inline else str(snap.files()[0 if isinstance(output, str) else 1])
         details = snap.to_details()
         if found and _same(golden, output):
@@ -66,9 +82,13 @@ class SnapshotAssertion(AssertionType):
             written = snap.write(output)
             return Verdict(True, f"snapshot {'updated' if found else 'written'}: {written}", details=details)
         if not found:
+            legacy = None if inline else snap.legacy_file()
+            moved = (
+                f"; {legacy.name} is where an older specrun kept it: rename it if it is this case's" if legacy else ""
+            )
             missing = EvaluationError(
                 f"no approved snapshot yet for {case.id!r} ({where}): run with --update-snapshots to approve"
-                " this output (then review the change), or approve it in specrun view"
+                f" this output (then review the change), or approve it in specrun view{moved}"
             )
             missing.details = details
             raise missing

@@ -29,7 +29,8 @@ def lines(report: Report) -> list[str]:
     if report.multi:
         out.append(
             f"Runs per case: {s.get('runs_per_case')}, stable cases: {s.get('stable_cases')},"
-            f" unstable cases: {s.get('unstable_cases')}"
+            f" unstable cases: {s.get('unstable_cases')},"
+            f" consistently failing cases: {s.get('consistently_failing_cases') or 0}"
         )
     bad = [c for c in report.cases if c.status in ("failed", "error")]
     for case in bad[:MAX_LISTED]:

@@ -171,6 +171,7 @@ def _cards(report: Report) -> str:
         k = s.get("runs_per_case")
         cards += [("Runs per case", k, ""), ("Stable", s.get("stable_cases"), "c-passed")]
         cards += [("Unstable", s.get("unstable_cases"), "c-failed")]
+        cards += [("Consistently failing", s.get("consistently_failing_cases") or 0, "c-failed")]
         cards += [(f"pass^{k}", pct(s.get("pass_hat_k")), ""), (f"pass@{k}", pct(s.get("pass_at_k")), "")]
     if s.get("min_pass_rate") is not None:
         cards.append(("Gate", pct(s["min_pass_rate"]), ""))

@@ -53,6 +53,7 @@ def summary_rows(report: Report) -> list[tuple[str, Any]]:
         k = s.get("runs_per_case")
         rows += [("Runs per case", k), ("Total runs", s.get("total_runs"))]
         rows += [("Stable cases", s.get("stable_cases")), ("Unstable cases", s.get("unstable_cases"))]
+        rows += [("Consistently failing cases", s.get("consistently_failing_cases") or 0)]
         rows += [(f"pass^{k} (all runs passed)", pct(s.get("pass_hat_k")))]
         rows += [(f"pass@{k} (a run passed)", pct(s.get("pass_at_k")))]
     if s.get("min_pass_rate") is not None:
