@@ -279,7 +279,7 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "bot.py", line 3, in ans
 
 def _case(run_id: str, case_id: str, status: object, result: object, duration: object = 1.0) -> tuple:
     text = result if isinstance(result, str) else json.dumps(result)
-    return (run_id, case_id, 1, "bot", "suite.yaml", 3, status, duration, 5, None, None, 0, "f", "h", text)
+    return (run_id, case_id, 1, "bot", "suite.yaml", 3, status, duration, 5, None, None, 0, "f", "h", text, "rev")
 
 
 @pytest.fixture(scope="module")
