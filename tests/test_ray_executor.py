@@ -270,8 +270,8 @@ def test_update_snapshots_is_refused_before_anything_runs(tmp_path):
 
 
 def test_a_worker_with_its_own_copy_refuses_to_write_snapshots(tmp_path):
-    from specrun._run.runner import RunOptions
     from specrun._run.remote import RemoteRun, RemoteWorker
+    from specrun._run.runner import RunOptions
     from specrun.plugin import UsageError
 
     shipped = RemoteRun(tmp_path / "project", tmp_path, {}, RunOptions(update_snapshots=True), [], [])

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from specrun_plugins.targets.python import PythonTarget
 
-from specrun import Context, Message, TargetError
+from specrun import Context, Message, Response, TargetError, ToolCall
 from specrun._run.blocking import run_blocking
+from specrun.plugin import Adapter, Session
 
 AGENTS = Path(__file__).parent / "agents"
 CTX = Context(case_id="c1", user="ann")
@@ -122,3 +123,74 @@ async def test_session_resends_the_history():
     history = [Message("user", "a"), Message("assistant", "b"), Message("user", "c")]
     assert (await session.send(history)).content["turns"] == 3
     await session.close()
+
+
+# -- framework adapters: the mechanism, with an in-test "framework" ----------------------------
+
+
+class Bot:
+    """A toy framework's agent: not callable, so only an adapter can run it."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class BotResult:
+    def __init__(self, text: str, calls: list[str]):
+        self.text, self.calls = text, calls
+
+
+class BotAdapter(Adapter):
+    name = "toybot"
+    modules = (__name__,)  # this test module stands for the framework: imported, so asked
+
+    @classmethod
+    def claims(cls, agent):
+        return isinstance(agent, Bot)
+
+    def session(self, agent, context):
+        adapter = self
+
+        class _Session(Session):
+            async def send(self, messages):
+                return adapter.unwrap(BotResult(f"{agent.name}: {messages[-1].text}", ["search"]))
+
+        return _Session()
+
+    def unwrap(self, value):
+        if not isinstance(value, BotResult):
+            return None
+        return Response(value.text, tool_calls=[ToolCall(n, status="ok", step=1, turn=1) for n in value.calls])
+
+
+def adapted(function: str) -> PythonTarget:
+    made = target(function)
+    made.adapters = (BotAdapter,)
+    return made
+
+
+async def test_an_object_an_adapter_claims_runs_through_its_session():
+    made = adapted(f"{__name__}:BOT")
+    assert not list(made.problems())
+    response = await made.session(CTX).send([Message("user", "hello")])
+    assert response.text == "toy: hello" and response.tools_reported
+    assert [(t.name, t.status, t.step) for t in response.tool_calls] == [("search", "ok", 1)]
+
+
+async def test_a_function_returning_a_frameworks_result_is_unwrapped():
+    response = await adapted(f"{__name__}:returns_result").respond([Message("user", "x")], CTX)
+    assert response.text == "plain" and [t.name for t in response.tool_calls] == ["search"]
+    text_only = await adapted("py_agents:echo").respond([Message("user", "x")], CTX)
+    assert not text_only.tools_reported  # a plain reply reports no tools: unknown, not none
+
+
+def test_an_object_no_adapter_runs_is_bad_input():
+    [(field, message)] = list(target(f"{__name__}:BOT").problems())
+    assert field == "function" and "is a Bot: neither a function (messages, ctx) nor a framework agent" in message
+
+
+BOT = Bot("toy")
+
+
+def returns_result(messages, ctx):
+    return BotResult("plain", ["search"])

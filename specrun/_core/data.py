@@ -96,18 +96,32 @@ class Message:
 
 @dataclass
 class ToolCall:
-    """A tool the agent called: its name, arguments and (when known) result."""
+    """A tool the agent called: its name, arguments and, when known, its result, call id,
+    ``status`` (``"ok"``, or ``"error"`` when the call failed), ``step`` (the model step that
+    issued it: calls of one step were made in parallel, one step after another in sequence) and
+    ``turn`` (the user turn of the conversation it belongs to, from 1)."""
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     result: Any = None
     id: str | None = None
+    status: Literal["ok", "error"] | None = None
+    step: int | None = None
+    turn: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
         if self.result is not None:
             data["result"] = self.result
+        for key in ("id", "status", "step", "turn"):
+            if (value := getattr(self, key)) is not None:
+                data[key] = value
         return data
+
+
+class _NotReported(list[ToolCall]):
+    """``Response.tool_calls`` when the target said nothing of tools (a plain text reply): unknown,
+    which is not the same as an empty list given on purpose (no tool was called)."""
 
 
 @dataclass
@@ -208,11 +222,13 @@ class Response:
     """What the agent answered: the one model every assertion and report reads.
 
     ``content`` is text, or structured output (a dict or list) when the agent returned one.
+    ``tool_calls`` are the tools it called; left out, they are not reported (``tools_reported``
+    is False: a tool assertion cannot be judged), while ``tool_calls=[]`` reports that none was.
     ``warnings`` say why a target doubts what it read (shown on the case and in its record).
     """
 
     content: Any = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=_NotReported)
     usage: Usage | None = None
     latency_ms: float | None = None
     raw: Any = None
@@ -237,6 +253,11 @@ class Response:
             return cls(content=value)
         raise TypeError(f"an agent must return str, dict, list or specrun.Response, not {type(value).__name__}")
 
+    @property
+    def tools_reported(self) -> bool:
+        """Whether the target reported its tool calls (an empty list given on purpose counts)."""
+        return bool(self.tool_calls) or not isinstance(self.tool_calls, _NotReported)
+
     @cached_property
     def json(self) -> Any:
         """Structured output, or JSON found in the text; ``MISSING`` when there is none."""
@@ -246,7 +267,7 @@ class Response:
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"output": self.content}
-        if self.tool_calls:
+        if self.tools_reported:
             data["tool_calls"] = [t.to_dict() for t in self.tool_calls]
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()

@@ -21,7 +21,7 @@ from typing import Any
 
 import pluggy
 
-from .kinds import AssertionType, Executor, Reporter, Simulator, Source, Target
+from .kinds import Adapter, AssertionType, Executor, Reporter, Simulator, Source, Target
 from .results import Result, RunInfo
 
 hookspec = pluggy.HookspecMarker("specrun")
@@ -88,6 +88,17 @@ def register_executors(register: Callable[[type[Executor]], None]) -> None:
     ``specrun.yaml``); ``local`` is one.
 
     :param register: call ``register(MyExecutor)`` for each :class:`specrun._core.kinds.Executor`.
+
+    Called once when the plugin manager is built. Return nothing.
+    """
+
+
+@hookspec
+def register_adapters(register: Callable[[type[Adapter]], None]) -> None:
+    """Register framework adapters: how a ``python`` target runs a framework's agent object
+    (pydantic-ai, LangGraph, the OpenAI Agents SDK...) and reads its tool calls and usage.
+
+    :param register: call ``register(MyAdapter)`` for each :class:`specrun._core.kinds.Adapter`.
 
     Called once when the plugin manager is built. Return nothing.
     """

@@ -8,6 +8,7 @@ matching hook in :mod:`specrun._core.hookspecs`.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +160,7 @@ class Target(Plugin):
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
+    adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
         self.unset_env: list[tuple[str, str]] = []
@@ -185,6 +187,24 @@ class Target(Plugin):
     def session(self, context: Context) -> Session:
         return _StatelessSession(self, context)
 
+    def adapter_for(self, agent: Any) -> Adapter | None:
+        """The installed adapter that runs ``agent`` (a framework's agent object), or None: the
+        first, by ascending ``priority``, whose framework is imported and that ``claims`` it."""
+        for cls in self.adapters:
+            if cls.imported() and cls.claims(agent):
+                return cls()
+        return None
+
+    def unwrap(self, value: Any) -> Response:
+        """What the agent returned as a ``Response``: a framework's result object (pydantic-ai's
+        run result, a LangGraph state, an OpenAI Agents run result...) read by its adapter, else
+        ``Response.of(value)``."""
+        if value is not None and not isinstance(value, str | Response):
+            for cls in self.adapters:
+                if cls.imported() and (response := cls().unwrap(value)) is not None:
+                    return response
+        return Response.of(value)
+
     async def aclose(self) -> None:
         """Release what the target holds for the run (a connection pool)."""
 
@@ -196,6 +216,48 @@ class _StatelessSession(Session):
 
     async def send(self, messages: list[Message]) -> Response:
         return await self.target.respond(messages, self.context)
+
+
+# -- adapters ---------------------------------------------------------------------------------
+
+
+class Adapter(Plugin):
+    """Runs an agent built on a framework (pydantic-ai, LangGraph, the OpenAI Agents SDK...) and
+    reads what it did from the framework's own objects: the final text, every tool call (name,
+    arguments, result, id, status, step, turn) and token usage.
+
+    A ``python`` target that names an object, not a function, asks the adapters for it
+    (``Target.adapter_for``); one whose function returns a framework's result object has it read
+    by ``unwrap``. ``modules`` names the framework's top-level modules: an adapter is asked only
+    when one of them is imported already (the object came from it), so no framework is imported
+    for nothing and each stays an optional extra.
+    """
+
+    modules: ClassVar[tuple[str, ...]] = ()
+    priority: ClassVar[int] = 100
+
+    @classmethod
+    def imported(cls) -> bool:
+        """Whether the framework is imported in this process (``modules`` in ``sys.modules``)."""
+        return any(m in sys.modules for m in cls.modules)
+
+    @classmethod
+    def claims(cls, agent: Any) -> bool:
+        """True when this adapter runs ``agent`` (a framework agent object)."""
+        return False
+
+    def session(self, agent: Any, context: Context) -> Session:
+        """One conversation with ``agent`` (per case and run). Its ``send`` gets the whole
+        conversation so far and returns a ``Response`` whose ``tool_calls`` are the calls of this
+        turn; a session may keep the framework's own history (tool calls and returns included),
+        so that each simulated turn continues the framework's conversation. Cancelling the task
+        (the case timeout) must stop the agent."""
+        raise NotImplementedError
+
+    def unwrap(self, value: Any) -> Response | None:
+        """``value`` (what a function returned) as a ``Response`` when it is this framework's
+        result object, else None."""
+        return None
 
 
 # -- sources ----------------------------------------------------------------------------------
@@ -414,6 +476,7 @@ class Executor(Plugin):
 
 
 __all__ = [
+    "Adapter",
     "AssertionType",
     "CaseCancelled",
     "CaseLoader",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def _no_file(ref: str, file: Path, looked: list[Path]) -> str:
     return f"cannot find {file} for {ref!r} (a name with '-' names a file, not a function; looked in {where})"
 
 
-def _file_callable(ref: str, file: Path, folders: list[Path]) -> Callable[..., Any]:
+def _file_callable(ref: str, file: Path, folders: list[Path], objects: bool = False) -> Any:
     """The function of the script file ``file`` (see the module docstring)."""
     looked = _file_folders(folders)
     path = next((f / file for f in looked if (f / file).is_file()), None)
@@ -153,22 +153,24 @@ def _file_callable(ref: str, file: Path, folders: list[Path]) -> Callable[..., A
             raise UsageError(f"importing {path} for {ref!r} failed: {type(exc).__name__}: {exc}") from exc
         sys.modules[name] = module
     names = (file.stem.replace("-", "_"), _FILE_FUNCTION)
-    func = next((f for f in (getattr(module, n, None) for n in names) if callable(f)), None)
+    wanted = (lambda f: f is not None) if objects else callable
+    func = next((f for f in (getattr(module, n, None) for n in names) if wanted(f)), None)
     if func is None:
         raise UsageError(f"{path} has no function {names[0]!r} or {names[1]!r} (for {ref!r})")
     return func
 
 
-def load_callable(ref: str, search: Iterable[Path]) -> Callable[..., Any]:
+def load_callable(ref: str, search: Iterable[Path], *, objects: bool = False) -> Any:
     """The function ``ref`` names, from a module file in ``search`` or an importable module,
-    or from the script file a hyphenated name names (see the module docstring).
+    or from the script file a hyphenated name names (see the module docstring); with
+    ``objects``, whatever object it names (a framework's agent).
 
     A missing module or attribute is a ``UsageError`` that says where it looked.
     """
     folders = list(search)
     file = script_file(ref)
     if file is not None:
-        return _file_callable(ref, file, folders)
+        return _file_callable(ref, file, folders, objects)
     module_name, attr = split_ref(ref)
     path = find_module(module_name, folders)
     try:
@@ -185,6 +187,6 @@ def load_callable(ref: str, search: Iterable[Path]) -> Callable[..., Any]:
     except Exception as exc:
         raise UsageError(f"importing {module_name!r} for {ref!r} failed: {type(exc).__name__}: {exc}") from exc
     func = getattr(module, attr, None)
-    if not callable(func):
+    if not callable(func) and not (objects and func is not None):
         raise UsageError(f"{module_name!r} has no function {attr!r} (for {ref!r})")
     return func

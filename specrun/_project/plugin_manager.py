@@ -30,6 +30,7 @@ _TYPE_HOOKS = {
     "simulator": "register_simulators",
     "reporter": "register_reporters",
     "executor": "register_executors",
+    "adapter": "register_adapters",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._core.data import Agent, Context, Message, Response
 from .._core.errors import Problem, SpecrunError, SuiteError, UsageError
-from .._core.kinds import Target
+from .._core.kinds import Adapter, Target
 from .._load.discovery import folder_skip_reason
 from .._load.documents import load_mapping
 from .._load.loader import load_mapping_file
@@ -145,6 +145,11 @@ class Project:
             return None
         return (self.config.get("connectors") or {}).get(connector, connector)
 
+    def adapters(self) -> tuple[type[Adapter], ...]:
+        """The installed framework adapters, by ascending priority (what a target asks)."""
+        entries = self.registry.types.get("adapter", {}).values()
+        return tuple(sorted((e.cls for e in entries), key=lambda cls: cls.priority))
+
     def target(self, agent: Agent, connector: str | None = None) -> Target:
         """The target instance of an agent (one per agent and run); ``connector`` (``-c``, a
         case's ``options.connector``) replaces the model of targets that take a ``model``."""
@@ -159,6 +164,7 @@ class Project:
         key = json.dumps([str(agent.base_dir), config], sort_keys=True, default=str)
         if key not in self._targets:
             target = cls(config, agent.base_dir)
+            target.adapters = self.adapters()
             found = list(target.problems())
             if found:
                 raise self._target_error(agent, found)

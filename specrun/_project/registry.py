@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._core.errors import PluginError, UsageError
-from .._core.kinds import AssertionType, Executor, Plugin, Reporter, Simulator, Source, Target
+from .._core.kinds import Adapter, AssertionType, Executor, Plugin, Reporter, Simulator, Source, Target
 
 KINDS: dict[str, type[Plugin]] = {
     "assertion": AssertionType,
@@ -16,6 +16,7 @@ KINDS: dict[str, type[Plugin]] = {
     "simulator": Simulator,
     "reporter": Reporter,
     "executor": Executor,
+    "adapter": Adapter,
 }
 
 

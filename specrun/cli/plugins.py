@@ -35,7 +35,7 @@ def command(as_json: bool, api: bool) -> None:
         click.echo(f"blocked by SPECRUN_DISABLE_PLUGINS: {', '.join(sorted(blocked_names()))}")
 
 
-SERVICES_METHODS = " Methods: call_agent, ask_agent; .models: model_for, complete, complete_json."
+SERVICES_METHODS = " .services: call_agent, ask_agent; .services.models: model_for, complete, complete_json."
 
 
 def _show_api() -> None:
@@ -51,5 +51,5 @@ def _show_api() -> None:
             doc = f"= {value!r}"
         else:
             doc = f"a {type(value).__name__}"
-        extra = SERVICES_METHODS if name == "Services" else ""
+        extra = SERVICES_METHODS if name == "Check" else ""
         click.echo(f"  {name:<22} {doc}{extra}")

@@ -16,6 +16,7 @@ from .. import hookimpl
 from .._core.data import MISSING, Assertion, Case, Context, Message, Response, Suite, ToolCall, Usage, parse_duration
 from .._core.errors import EvaluationError, SpecrunError, TargetError, UsageError
 from .._core.kinds import (
+    Adapter,
     AssertionType,
     CaseCancelled,
     Check,
@@ -33,7 +34,6 @@ from .._core.kinds import (
     Verdict,
 )
 from .._core.results import Result, RunInfo
-from .._core.services import Services
 from .._load.patterns import PatternError, compile_pattern
 from .._project.imports import load_callable
 from .._project.plugin_manager import registrar
@@ -43,6 +43,7 @@ from .._run.proctree import ProcessTree
 
 __all__ = [
     "MISSING",
+    "Adapter",
     "Assertion",
     "AssertionType",
     "Case",
@@ -60,7 +61,6 @@ __all__ = [
     "Response",
     "Result",
     "RunInfo",
-    "Services",
     "Session",
     "Simulator",
     "SimulatorState",

@@ -1,4 +1,5 @@
-"""The ``python`` target: a Python function ``(messages, ctx)`` in the project, sync or async."""
+"""The ``python`` target: a Python function ``(messages, ctx)`` in the project, sync or async,
+or a framework's agent object that an installed adapter runs (pydantic-ai, LangGraph, ...)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,36 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from specrun.plugin import (
+    Adapter,
     Context,
     Message,
     Response,
+    Session,
     SpecrunError,
     Target,
     TargetError,
+    UsageError,
     load_callable,
     run_blocking,
 )
 
 
 class PythonTarget(Target):
-    """Calls ``function(messages, ctx)``; a sync function runs in a worker thread."""
+    """Calls ``function(messages, ctx)``; a sync function runs in a worker thread. An object
+    that is a framework's agent runs through its adapter; a framework's result object that a
+    function returns is read by its adapter too (``Target.unwrap``)."""
 
     name = "python"
-    description = "A Python function (messages, ctx) returning str, dict, list or specrun.Response."
+    description = "A Python function (messages, ctx) returning str, dict, list or a Response; or a framework agent."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "function": {
                 "type": "string",
                 "minLength": 1,
-                "description": "module:function or module.function, looked up next to the agent file first.",
+                "description": (
+                    "module:function or module.function, looked up next to the agent file first;"
+                    " or module:agent, a framework's agent object (pydantic-ai, LangGraph, OpenAI Agents)"
+                ),
             }
         },
         "required": ["function"],
@@ -44,11 +53,19 @@ class PythonTarget(Target):
         self.ref: str = config["function"]
         self._func: Callable[..., Any] | None = None
         self._is_async = False
+        self._adapter: Adapter | None = None
 
     def load(self) -> Callable[..., Any]:
-        """The agent function, imported on first use (a ``UsageError`` when it is missing)."""
+        """The agent function (or framework agent), imported on first use (a ``UsageError`` when
+        it is missing, or is neither a function nor an agent an installed adapter runs)."""
         if self._func is None:
-            func = load_callable(self.ref, [self.base_dir])
+            func = load_callable(self.ref, [self.base_dir], objects=True)
+            self._adapter = self.adapter_for(func)
+            if self._adapter is None and not callable(func):
+                raise UsageError(
+                    f"{self.ref!r} is a {type(func).__name__}: neither a function (messages, ctx) nor a framework"
+                    " agent that an installed adapter runs (pydantic-ai, LangGraph, OpenAI Agents: see docs/targets.md)"
+                )
             # An instance with an async __call__ counts as async too.
             call = type(func).__call__
             self._is_async = inspect.iscoroutinefunction(func) or (
@@ -62,6 +79,12 @@ class PythonTarget(Target):
             self.load()
         except SpecrunError as exc:
             yield "function", str(exc)
+
+    def session(self, context: Context) -> Session:
+        func = self.load()  # loaded by problems() before the run: this raises nothing new
+        if self._adapter is not None:
+            return self._adapter.session(func, context)
+        return super().session(context)
 
     async def respond(self, messages: list[Message], context: Context) -> Response:
         try:
@@ -84,7 +107,7 @@ class PythonTarget(Target):
             raise TargetError(f"agent error: {type(exc).__name__}{detail}") from exc
         elapsed = (time.perf_counter() - start) * 1000
         try:
-            response = Response.of(value)
+            response = self.unwrap(value)
         except TypeError:
             expected = "str, dict, list or specrun.Response"
             raise TargetError(f"agent returned {type(value).__name__}; expected {expected}") from None
