@@ -97,7 +97,7 @@ def test_wheel_has_every_engine_and_plugin_module(names: list[str]) -> None:
     engine = _sources(ROOT / "specrun", "*.py")
     plugins = _sources(ROOT / "plugins" / "specrun_plugins", "*.py")
     assert "specrun/cli/main.py" in engine
-    families = {"assertions", "sources", "targets", "simulators", "executors"}
+    families = {"assertions", "sources", "targets", "simulators", "executors", "adapters"}
     assert {f"specrun_plugins/{f}/__init__.py" for f in families} <= plugins
     assert set(ENGINE_PLUGINS.values()) <= {m.removesuffix("/__init__.py").replace("/", ".") for m in engine}
     assert not (engine | plugins) - set(names), "modules missing from the wheel"
@@ -110,7 +110,7 @@ def test_wheel_metadata_declares_the_script_and_every_family(wheel: Path, names:
         [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
         meta = zf.read(metadata).decode()
     assert "specrun = specrun.cli.main:main" in text
-    for family in ("assertions", "sources", "targets", "simulators", "executors"):
+    for family in ("assertions", "sources", "targets", "simulators", "executors", "adapters"):
         assert f"{family} = specrun_plugins.{family}" in text
     for name, module in ENGINE_PLUGINS.items():  # the engine's own plugins register the same way
         assert f"{name} = {module}" in text
