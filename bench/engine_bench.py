@@ -45,7 +45,8 @@ def write_project(folder: Path, cases: int, sync: bool = False) -> None:
     (folder / "instant.py").write_text(AGENT.removeprefix("async ") if sync else AGENT)
     with (folder / "suite.jsonl").open("w") as out:
         for i in range(cases):
-            case = {"id": f"case-{i:07d}", "input": f"question {i}", "assertions": [{"type": "contains", "value": "ok"}]}
+            check = {"type": "contains", "value": "ok"}
+            case = {"id": f"case-{i:07d}", "input": f"question {i}", "assertions": [check]}
             out.write(json.dumps(case) + "\n")
 
 
@@ -103,7 +104,8 @@ def main() -> None:
     start = statistics.median(s["cpu"] for s, _ in rows)
     ok = per_case <= CPU_GOAL_MS and rss <= RSS_GOAL_MB
     print(
-        f"{args.cases:,} cases, {'sync' if args.sync else 'async'} agent, history {'on' if history else 'off'}, median of {args.repeat}:"
+        f"{args.cases:,} cases, {'sync' if args.sync else 'async'} agent, history {'on' if history else 'off'},"
+        f" median of {args.repeat}:"
         f" {per_case:.4f} CPU-ms per case (goal {CPU_GOAL_MS}), peak RSS {rss:.0f} MB (goal {RSS_GOAL_MB}),"
         f" wall {wall:.1f} s; the {args.small:,}-case floor {start:.2f} CPU s  [{'ok' if ok else 'MISSED'}]"
     )
