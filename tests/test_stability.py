@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from specrun._core.errors import UsageError
+from specrun._core.fingerprint import fingerprint, normalize_output
 from specrun._report.stability import (
     Aggregator,
     case_stats,
     classify,
     exit_code,
-    fingerprint,
-    normalize_output,
     scan,
 )
 

@@ -20,6 +20,7 @@ from .data import (
     Usage,
     json_line,
 )
+from .fingerprint import fingerprint
 from .redact import redact_json
 
 
@@ -76,6 +77,7 @@ class Result:
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
     _public: str | None = field(default=None, init=False, repr=False, compare=False)
+    _fingerprint: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
@@ -135,6 +137,14 @@ class Result:
         if self._public is None:
             self._public = redact_json(self.line)
         return self._public
+
+    @property
+    def fingerprint(self) -> bytes:
+        """The output's fingerprint (:func:`specrun._core.fingerprint.fingerprint` of the sealed
+        record), computed once for the history, the statistics and whoever else compares outputs."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.record())
+        return self._fingerprint
 
     def to_dict(self) -> dict[str, Any]:
         """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""

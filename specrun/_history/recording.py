@@ -22,6 +22,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,7 +118,8 @@ class HistoryRecorder:
         self._failure: str | None = None
         self._cases, self._cases_sum = 0, 0  # suites_hash so far: how many cases, their digests' sum
         self._salts: dict[str, int] = {}  # suite key -> its salt
-        self._hashes: dict[int, tuple[Case, str]] = {}  # content hashes of the latest cases (their runs, agents)
+        # content hashes of the latest cases (their runs, agents); oldest first, dropped in O(1)
+        self._hashes: OrderedDict[int, tuple[Case, str]] = OrderedDict()
 
     @hookimpl
     def run_started(self, info: RunInfo) -> None:
@@ -154,7 +156,7 @@ class HistoryRecorder:
         content = content_hash(case)
         self._hashes[id(case)] = case, content
         if len(self._hashes) > _HASHES_KEPT:
-            del self._hashes[next(iter(self._hashes))]
+            self._hashes.popitem(last=False)
         return content
 
     @hookimpl
@@ -182,7 +184,7 @@ class HistoryRecorder:
                 usage.get("cost"),
                 redact(record["error"]) if record.get("error") else None,
                 int(result.cached),
-                _digest(to_json([record.get("output"), record.get("tool_calls")])),
+                result.fingerprint.hex(),  # the statistics' own: one definition of "the same output"
                 content,
                 result.public_line,
                 self.revisions.get(agent),

@@ -10,7 +10,6 @@ the size of the run. Definitions are in ``docs/reports.md``.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
 from array import array
@@ -20,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.data import TIMEOUT_ERROR, to_json
+from .._core.data import TIMEOUT_ERROR
 from .._core.errors import UsageError
+from .._core.fingerprint import fingerprint
 from .._run.matrix import matrix
 from .display import shorten
 from .totals import Totals
@@ -46,43 +46,6 @@ def classify(pass_rate: float | None) -> str:
     if pass_rate <= 0:
         return CONSISTENTLY_FAILING
     return next((name for lowest, name in _CLASSES if pass_rate >= lowest), HIGHLY_UNSTABLE)
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
-    try:
-        return _CANONICAL.encode(value)
-    except TypeError:  # keys of mixed types (1 and "a") cannot be sorted: compare them as JSON has them
-        return _CANONICAL.encode(json.loads(to_json(value)))
-
-
-def normalize_output(value: Any) -> str:
-    """Text lowercased with whitespace collapsed; structured output as canonical JSON."""
-    if isinstance(value, str):
-        return " ".join(value.lower().split())
-    return canonical_json(value)
-
-
-def _calls(calls: Any) -> list[list[Any]]:
-    if not isinstance(calls, list):
-        return []
-    return [[c.get("name"), c.get("arguments") or {}] if isinstance(c, dict) else [str(c), {}] for c in calls]
-
-
-def fingerprint(record: dict[str, Any]) -> bytes:
-    """A 16-byte hash of what the agent produced in one run.
-
-    Covers the normalised output, the tool calls (name and arguments, in order; not their
-    results) and, in dynamic mode, the output and tool calls of every turn.
-    """
-    parts: list[Any] = [normalize_output(record.get("output")), _calls(record.get("tool_calls"))]
-    for turn in record.get("turns") or []:
-        if isinstance(turn, dict):
-            parts.append([normalize_output(turn.get("output")), _calls(turn.get("tool_calls"))])
-    return hashlib.blake2b(canonical_json(parts).encode("utf-8", "replace"), digest_size=16).digest()
 
 
 def failure_reason(record: dict[str, Any]) -> str | None:
@@ -111,7 +74,7 @@ class CaseStats:
         "tags timeout_s timeouts total_ms total_tokens"
     ).split()
 
-    def __init__(self, record: dict[str, Any], order: int, gate: float | None):
+    def __init__(self, record: dict[str, Any], order: int, gate: float | None, outputs: bool = True):
         self.id = str(record.get("id"))
         self.agent: str | None = record.get("agent")
         self.name: str | None = record.get("name")
@@ -129,7 +92,8 @@ class CaseStats:
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
-        self.outputs: Counter[bytes] = Counter()
+        # None: outputs are not compared (the runner's summary has no consistency to give)
+        self.outputs: Counter[bytes] | None = Counter() if outputs else None
         self.prompt_tokens = self.completion_tokens = self.total_tokens = 0
         self.cost: float | None = None
         self.has_usage = False
@@ -170,7 +134,8 @@ class CaseStats:
         self._m2 += delta * (ms - self._mean)
         self.min_ms = min(self.min_ms, ms)
         self.max_ms = max(self.max_ms, ms)
-        self.outputs[fingerprint(record)] += 1
+        if self.outputs is not None:
+            self.outputs[fingerprint(record)] += 1
 
     @property
     def runs(self) -> int:
@@ -184,7 +149,7 @@ class CaseStats:
     @property
     def consistency(self) -> float | None:
         """Share of runs whose output equals the most common output (1.0: all identical)."""
-        if not self.runs:
+        if not self.runs or self.outputs is None:
             return None
         return max(self.outputs.values()) / self.runs
 
@@ -232,7 +197,7 @@ class CaseStats:
             skipped=self.skipped,
             pass_rate=_round(self.pass_rate, 1),
             consistency=_round(self.consistency, 2),
-            distinct_outputs=len(self.outputs),
+            distinct_outputs=len(self.outputs) if self.outputs is not None else None,
             stable=self.stable,
             classification=self.classification,
             avg_duration_ms=_round(self._mean if self.runs else None, 1),
@@ -274,7 +239,8 @@ class Aggregator:
     ``min_pass_rate`` is the run's gate (``--min-pass-rate``); a case's own ``min_pass_rate``
     takes precedence. ``runs`` is the configured runs per case (inferred when None). With
     ``keep=False`` (the runner's, which needs only the summary) a case whose ``runs`` are all
-    in is added to the run's totals and dropped: memory does not grow with the run.
+    in is added to the run's totals and dropped: memory does not grow with the run, and no
+    output is fingerprinted (the summary compares none).
     """
 
     def __init__(self, min_pass_rate: float | None = None, runs: int | None = None, keep: bool = True):
@@ -297,7 +263,7 @@ class Aggregator:
         key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
         stats = self._cases.get(key)
         if stats is None:
-            stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
+            stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate, self.keep)
         stats.add(record, offset)
         self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
         if not self.keep:

@@ -87,6 +87,8 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self._environment: list[tuple[str, Any, Any]] | None = None
+        self._services: dict[int, Services] = {}  # by run index: the same for every case of a run
         executor = plugins.registry.get("executor", options.executor)
         if options.update_snapshots and executor.copies_project:
             raise UsageError(f"--update-snapshots cannot run on the {executor.name} executor: {COPIES_PROJECT}")
@@ -254,16 +256,16 @@ class Runner:
     def environment(self, case: Case | None = None) -> dict[str, Any]:
         """The case environment (V1's TestEnvironment), each field from the first that sets it:
         CLI flag (``-u``, ``-t``, ``--locale``) > ``--ctx`` > case field > project config > default."""
-        opts, config = self.options, self.project.config
-        flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
-        return {
-            name: flags.get(name)
-            or opts.environment.get(name)
-            or (getattr(case, name) if case is not None else None)
-            or config.get(name)
-            or default
-            for name, default in ENVIRONMENT_DEFAULTS.items()
-        }
+        if self._environment is None:  # what the run says, worked out once: (its own, the fallback) per field
+            opts, config = self.options, self.project.config
+            flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
+            self._environment = [
+                (name, flags.get(name) or opts.environment.get(name), config.get(name) or default)
+                for name, default in ENVIRONMENT_DEFAULTS.items()
+            ]
+        if case is None:
+            return {name: given or fallback for name, given, fallback in self._environment}
+        return {name: given or getattr(case, name) or fallback for name, given, fallback in self._environment}
 
     def context_for(self, case: Case, run: int) -> Context:
         """The context a case's agent, hooks and assertions see: its environment, options and metadata."""
@@ -288,13 +290,16 @@ class Runner:
         return list(dict.fromkeys([*jobs.folders, self.project.root, *(d for a in jobs.agents for d in a.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(
-            models=self.models,
-            run=run,
-            agent_caller=self.call_agent,
-            config=self.project.config,
-            update_snapshots=self.options.update_snapshots,
-        )
+        known = self._services.get(run)
+        if known is None:
+            known = self._services[run] = Services(
+                models=self.models,
+                run=run,
+                agent_caller=self.call_agent,
+                config=self.project.config,
+                update_snapshots=self.options.update_snapshots,
+            )
+        return known
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""
@@ -391,7 +396,9 @@ class Runner:
         """Wait for the model client before the clock of a case that calls a model starts;
         a case that calls none does not wait."""
         registry, config = self.plugins.registry, self.project.config
-        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
+        if self.models is None or self.models.settled:  # nothing to wait for, whatever the case calls
+            return
+        if case_needs_model(job.case, job.agent, registry, config):
             await self.models.ready()
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
@@ -435,18 +442,13 @@ class Runner:
                         await session.close()
         check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
         verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
-        usage = Usage()
-        usage.add(response.usage)
-        usage.add(judge_usage(verdicts))
-        has_usage = response.usage is not None or any((v.details or {}).get("usage") for v in verdicts)
-        return Result(
-            case,
-            combine(verdicts),
-            run=job.run,
-            response=response,
-            assertions=verdicts,
-            usage=usage if has_usage else None,
-        )
+        spent = judge_usage(verdicts)
+        usage = None
+        if response.usage is not None or spent is not None:
+            usage = Usage()
+            usage.add(response.usage)
+            usage.add(spent)
+        return Result(case, combine(verdicts), run=job.run, response=response, assertions=verdicts, usage=usage)
 
     # -- results --------------------------------------------------------------------------------
 
