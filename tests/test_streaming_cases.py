@@ -325,3 +325,25 @@ def test_a_jsonl_file_of_one_line_cases_then_cases_spread_over_lines_runs_each_o
         ("c91", 4 + half),
         ("c92", 4 + 2 * half),
     ]
+
+
+def test_the_models_the_cases_name_are_noted_as_the_plan_is_made_not_read_again(tmp_path, monkeypatch):
+    import specrun._load.loader as loader
+    from specrun._load.documents import parse
+
+    judged = [
+        case(i, assertions=[{"type": "llm", "criteria": "polite", "model": f"openai/m{i % 3}"}]) for i in range(6)
+    ]
+    project(tmp_path, {"s.jsonl": jsonl(judged)})
+    # a module of its own: a plan built here imports it for good
+    (tmp_path / "agent.yaml").write_text("target: python:streaming_judged:run\n")
+    (tmp_path / "streaming_judged.py").write_text("def run(messages, ctx):\n    return 'ok'\n")
+    plugins = default_plugins()
+    suites = Loader(plugins.registry).load([tmp_path / "s.jsonl"])
+    plan = build_plan(suites, Project.discover(tmp_path, plugins.registry), plugins)
+    reads = []
+    monkeypatch.setattr(loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    assert plan.needs_model() and plan.model_uses(plugins.registry) == [(f"openai/m{i}", None) for i in range(3)]
+    plan.pairs = [plan.pairs[i] for i in (4, 1)]  # a step keeps some (--shard, --lf): their models only
+    assert plan.model_uses(plugins.registry) == [("openai/m1", None)]
+    assert reads == []  # a judged run reads its suites to validate, to plan and to run: not a fourth time

@@ -231,13 +231,14 @@ class Loader:
         from 0, never decreasing: a number repeats for a case with several agents), only those."""
         defaults = self._defaults(doc, suite, suite.generated)
         want = next(wanted, None) if wanted is not None else None
+        base = suite.base_dir
         for i, record in enumerate(doc.records()):
             if wanted is not None:
                 if want is None:
                     return
                 if i != want:
                     continue
-            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite)
+            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite, base)
             yield case
             if wanted is not None:
                 want = next(wanted, None)
@@ -270,9 +271,11 @@ class Loader:
 
     # -- building ------------------------------------------------------------------------------
 
-    def _case_from(self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite) -> Case:
-        base = suite.base_dir
-        location = Location(doc.display, record.line, record.column, pointer(["cases", index]))
+    def _case_from(
+        self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite, base: Path | None = None
+    ) -> Case:
+        base = base or suite.base_dir
+        location = Location(doc.display, record.line, record.column, f"cases[{index}]")
         raw_assertions = data.get("assertions", data.get("assert"))
         if isinstance(raw_assertions, dict):
             raw_assertions = [raw_assertions]
@@ -297,31 +300,26 @@ class Loader:
             id=data["id"],
             location=location,
             input=to_messages(data.get("input"), base),
-            name=data.get("name"),
             expected=expected,
             assertions=assertions,
             options=data.get("options") or {},
-            before=data.get("before"),
-            after=data.get("after"),
-            user=data.get("user"),
-            team=data.get("team"),
-            locale=data.get("locale"),
-            client_type=data.get("client_type"),
-            client_ip=data.get("client_ip"),
-            referer=data.get("referer"),
-            accept=data.get("accept"),
             metadata=data.get("metadata") or {},
             skip=data.get("skip", False),
             timeout=parse_duration(timeout) if timeout is not None else None,
             tags=list(data.get("tags") or []),
-            min_pass_rate=data.get("min_pass_rate"),
-            simulator=data.get("simulator"),
             checkpoints=checkpoints,
-            max_turns=data.get("max_turns"),
             suite=suite,
-            target=data.get("target"),
             raw=data if suite.generated else {},
+            # the fields taken as they are (None when absent), only those the case sets: a case
+            # is built twice per run (the plan's read, the run's), most of them set none
+            **{key: data[key] for key in _AS_GIVEN.intersection(data)},
         )
+
+
+_AS_GIVEN = frozenset(
+    "name before after user team locale client_type client_ip referer accept min_pass_rate simulator max_turns"
+    " target".split()
+)
 
 
 def _first_lines(doc: Document, ids: set[str]) -> dict[str, int]:

@@ -65,6 +65,7 @@ class CaseRef(NamedTuple):
     suite: int
     number: int
     model: bool = False  # the case calls a model (a judge, an LLM simulator, a model-backed target)
+    uses: tuple[ModelUse, ...] = ()  # the models it names (``case_model_uses``)
 
 
 class Selection:
@@ -86,6 +87,9 @@ class Selection:
         self._number = array("I")
         self._agent = array("I")
         self._model = bytearray()  # 1 when the case calls a model (see Plan.needs_model)
+        self._uses = array("I")  # each case's models (``case_model_uses``): an index in _use_sets
+        self._use_sets: list[tuple[ModelUse, ...]] = [()]  # each distinct set once (a suite has few)
+        self._use_index: dict[str, int] = {"()": 0}
 
     def add(self, ref: CaseRef, agent: Agent) -> None:
         self._files.setdefault(ref.suite, ref.file)
@@ -102,6 +106,12 @@ class Selection:
         self._number.append(ref.number)
         self._agent.append(index)
         self._model.append(ref.model)
+        key = repr(ref.uses)
+        index = self._use_index.get(key)
+        if index is None:
+            index = self._use_index[key] = len(self._use_sets)
+            self._use_sets.append(ref.uses)
+        self._uses.append(index)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -114,7 +124,8 @@ class Selection:
         n, model = self._suite[i], bool(self._model[i])
         start = self._ends[i - 1] if i > 0 else 0
         case_id = self._ids[start : self._ends[i]].decode("utf-8", "surrogatepass")
-        ref = CaseRef(case_id, self._names.get(i), self._files[n], self._lines[i], n, self._number[i], model)
+        uses = self._use_sets[self._uses[i]]
+        ref = CaseRef(case_id, self._names.get(i), self._files[n], self._lines[i], n, self._number[i], model, uses)
         return ref, self.agents[self._agent[i]]
 
     def __iter__(self) -> Iterator[tuple[CaseRef, Agent]]:
@@ -138,6 +149,14 @@ class Selection:
 
     def needs_model(self) -> bool:
         return any(self._model)
+
+    def model_uses(self) -> list[ModelUse]:
+        """The models the selected cases name (``case_model_uses``), each once, in run order."""
+        uses: dict[str, ModelUse] = {}
+        for index in dict.fromkeys(self._uses):
+            for use in self._use_sets[index]:
+                uses.setdefault(repr(use), use)
+        return list(uses.values())
 
     def runs_of(self) -> Iterator[tuple[int, int]]:
         """``(start, end)`` of each stretch of entries of one suite in file order (a case repeated
@@ -203,15 +222,10 @@ class Plan:
         per case when it was planned)."""
         return self.pairs.needs_model()
 
-    def model_uses(self, registry: Any) -> list[ModelUse]:
-        """The models (with their params) that the cases and agents name, each once, for
-        ``ModelClient.preload``: the cases are streamed again (one read of the files, only the
-        distinct uses kept), so that this too stays flat in the suite's size."""
-        uses: dict[str, ModelUse] = {}
-        for case, agent in self.cases():
-            for use in case_model_uses(case, agent, registry):
-                uses.setdefault(repr(use), use)
-        return list(uses.values())
+    def model_uses(self, registry: Any = None) -> list[ModelUse]:
+        """The models (with their params) that the selected cases and their agents name, each
+        once, for ``ModelClient.preload``: noted as the plan was made (no file is read again)."""
+        return self.pairs.model_uses()
 
 
 @dataclass
@@ -323,11 +337,13 @@ def build_plan(
             plan.all_dynamic = case.dynamic and (plan.all_dynamic or not plan.pairs)
             if case.dynamic and case.simulator and case.simulator.get("use"):
                 plan.simulators.add(str(case.simulator.get("use")))
-            ref = CaseRef(case.id, case.name, case.location.file, case.location.line, number, i)
+            where = case.location
             for agent in agents:
                 assert agent is not None
                 _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
-                plan.pairs.add(ref._replace(model=case_needs_model(case, agent, registry, config)), agent)
+                model = case_needs_model(case, agent, registry, config)
+                uses = tuple(case_model_uses(case, agent, registry))
+                plan.pairs.add(CaseRef(case.id, case.name, where.file, where.line, number, i, model, uses), agent)
     if missing:
         raise UsageError(
             "no agent to test for "

@@ -87,6 +87,7 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self._stream: ResultStream | None = None  # the run's, flushed before a hard exit
         self._environment: list[tuple[str, Any, Any]] | None = None
         self._services: dict[int, Services] = {}  # by run index: the same for every case of a run
         executor = plugins.registry.get("executor", options.executor)
@@ -111,6 +112,7 @@ class Runner:
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
         self._finished = [] if self.options.after_all else None
+        self._stream = stream
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
             self._lifecycle = lifecycle
             lifecycle.call("run_started", info=info)
@@ -195,6 +197,9 @@ class Runner:
         name = signal.Signals(sig).name
         if self.interrupted or self._late_signal:  # a second one: leave at once, with what is final
             self._report_queued()
+            if self._stream is not None:
+                with contextlib.suppress(Exception):  # a full disk must not keep us from leaving
+                    self._stream.flush()
             kill_all()  # agents that ignore SIGTERM must not outlive us
             os._exit(INTERRUPT_EXIT.get(name, 130))
         if self._finishing:
