@@ -347,3 +347,18 @@ def test_the_models_the_cases_name_are_noted_as_the_plan_is_made_not_read_again(
     plan.pairs = [plan.pairs[i] for i in (4, 1)]  # a step keeps some (--shard, --lf): their models only
     assert plan.model_uses(plugins.registry) == [("openai/m1", None)]
     assert reads == []  # a judged run reads its suites to validate, to plan and to run: not a fourth time
+
+
+def test_a_run_reads_each_suite_file_twice_once_to_validate_and_plan_it_and_once_to_run_it(tmp_path, monkeypatch):
+    import specrun._load.loader as loader
+    from specrun._load.documents import parse
+
+    tagged = [case(i, tags=["smoke"] if i % 2 else ["slow"]) for i in range(6)]
+    project(tmp_path, {"a.jsonl": jsonl(tagged[:3]), "b.yaml": json.dumps({"cases": tagged[3:]})})
+    reads: list[str] = []
+    monkeypatch.setattr(loader, "parse", lambda path, *a: reads.append(path.name) or parse(path, *a))
+    proc = run_cli(["a.jsonl", "b.yaml", "-m", "smoke or nosuchtag", "-o", "out.jsonl"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r["id"] for r in results(tmp_path / "out.jsonl")] == ["c1", "c3", "c5"]
+    assert "unknown tag 'nosuchtag' (known tags: slow, smoke)" in proc.stderr
+    assert sorted(reads) == ["a.jsonl", "a.jsonl", "b.yaml", "b.yaml"]  # not again to plan, nor for -m's tags

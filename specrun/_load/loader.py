@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import mimetypes
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -45,11 +45,19 @@ from .schemas import compose
 
 class Loader:
     """Validates suite data against the schema composed from ``registry`` and builds suites;
-    generated case data is held to ``limits`` (the run's)."""
+    generated case data is held to ``limits`` (the run's). ``visit(suite, index, case)``, when
+    given, is handed each case of a suite file that has no mistake, built as it is validated
+    (the run's planner: a file is then read once to validate and to plan it)."""
 
-    def __init__(self, registry: Registry, limits: GeneratedLimits | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        limits: GeneratedLimits | None = None,
+        visit: Callable[[Suite, int, Case], None] | None = None,
+    ):
         self.registry = registry
         self.limits = limits or GeneratedLimits()
+        self.visit = visit
         self.schema = compose(registry)
         self._suite = jsonschema_rs.Draft202012Validator(self.schema)
         self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
@@ -99,7 +107,7 @@ class Loader:
         try:
             stamp = _stamp(path)
             doc = parse(path, display)
-            problems, count, first = self._check(doc, suite, generated=False)
+            problems, count, first = self._check(doc, suite, generated=False, visit=self.visit)
         except DocumentError as exc:
             return None, exc.problems
         except OSError as exc:
@@ -135,7 +143,9 @@ class Loader:
 
     # -- validation ----------------------------------------------------------------------------
 
-    def _check(self, doc: Document, suite: Suite, generated: bool) -> tuple[list[Problem], int, Record | None]:
+    def _check(
+        self, doc: Document, suite: Suite, generated: bool, visit: Callable[[Suite, int, Case], None] | None = None
+    ) -> tuple[list[Problem], int, Record | None]:
         """Every problem in ``doc`` (sorted by position), how many cases it holds, and its first
         record (the whole document for JSON and YAML). Each case record is checked as
         it is read and then dropped: what is kept of it is its id (duplicates are found) and,
@@ -207,6 +217,9 @@ class Loader:
                         report(doc.top, [], ["defaults", *path], message)
             for path, message in found:
                 report(record, prefix, path, message)
+            if visit is not None and not problems and not found and i not in bad_cases and not bad_defaults:
+                # planned as it is read (see Loader); once the file is known to be wrong, no more
+                visit(suite, i, self._case_from(merged, record, doc, i, suite, base_dir))
         if again:  # the same hash is the same id, unless two ids share one: compared here
             firsts = _first_lines(doc, {case_id for case_id, *_ in again})
             for case_id, i, line, (at, col) in again:

@@ -168,12 +168,13 @@ class CaseStats:
 
         A case none of whose runs passed never passes, whatever gate a suite or a stream says.
         """
-        if not self.runs:
+        runs = self.runs
+        if not runs:
             return "skipped"
         if self.min_pass_rate is not None:
-            ok = self.passed > 0 and (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
+            ok = self.passed > 0 and 100.0 * self.passed / runs + 1e-9 >= self.min_pass_rate
         else:
-            ok = self.stable
+            ok = self.passed == runs
         if ok:
             return "passed"
         return "failed" if self.failed else "error"
@@ -265,10 +266,11 @@ class Aggregator:
         if stats is None:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate, self.keep)
         stats.add(record, offset)
-        self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
+        seen = stats.runs + stats.skipped
+        self._max_runs = max(self._max_runs, seen)
         if not self.keep:
             self._note_agent(key)
-            if stats.runs + stats.skipped >= (self.runs or 0):
+            if seen >= (self.runs or 0):
                 self._done.add(self._cases.pop(key))
         return stats
 

@@ -29,7 +29,7 @@ from .._project.project import Project
 from .._report.github_actions import github_actions
 from .._report.outputs import check_outputs, default_stream
 from .._report.stream import ResultStream
-from .plan import Jobs, ModelUse, Plan, build_plan, load_inputs
+from .plan import Jobs, ModelUse, Plan, Planner, load_inputs
 from .runner import Runner, RunOptions
 from .selection import CaseFilter
 from .settings import INTERRUPT_GRACE
@@ -115,6 +115,10 @@ class RunSession:
         self._temporary: Path | None = None
         self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
         self.shard = Shard.parse(request.shard) if request.shard else None  # a bad value: before anything loads
+        select = self.selection.matches if self.selection else None
+        named = request.agents or request.agent
+        # planned as the loader reads each suite file (one read for both), finished by plan()
+        self._planner = Planner(self.project, self.plugins, named, select, request.connector, request.simulator)
         self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
     @property
@@ -137,7 +141,7 @@ class RunSession:
             a.removeprefix("agents:") for a in (self.project.config.get("generated") or {}).get("agents", [])
         )
         limits = GeneratedLimits(allowed, self.options.timeout, self.options.min_pass_rate)
-        loader = Loader(registry, limits)
+        loader = Loader(registry, limits, visit=self._planner.visit)
         context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:
             self.suites = await load_inputs(req.inputs, context, self.plugins)
@@ -150,10 +154,8 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        select = self.selection.matches if self.selection else None
-        named = req.agents or req.agent
-        plan = build_plan(self.suites, self.project, self.plugins, named, select, req.connector, req.simulator)
-        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
+        plan = self._planner.plan(self.suites)
+        unknown = self.selection.unknown_tags(self._planner.tags)
         if not plan.pairs:
             matching = f" match {self.selection.describe()}" if self.selection else ""
             raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
