@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from .._core.data import Agent, Suite
@@ -49,6 +50,7 @@ class Selection:
         self._uses = array("I")  # each case's models (``case_model_uses``): an index in _use_sets
         self._use_sets: list[tuple[ModelUse, ...]] = [()]  # each distinct set once (a suite has few)
         self._use_index: dict[str, int] = {"()": 0}
+        self._runs: tuple[int, list[tuple[int, int]]] | None = None  # runs_of, for a length
 
     def add(self, ref: CaseRef, agent: Agent) -> None:
         self._files.setdefault(ref.suite, ref.file)
@@ -117,16 +119,19 @@ class Selection:
                 uses.setdefault(repr(use), use)
         return list(uses.values())
 
-    def runs_of(self) -> Iterator[tuple[int, int]]:
+    def runs_of(self) -> list[tuple[int, int]]:
         """``(start, end)`` of each stretch of entries of one suite in file order (a case repeated
-        for its agents), one read each."""
-        start, n = 0, len(self)
-        while start < n:
-            end = start + 1
-            while end < n and self._suite[end] == self._suite[start] and self._number[end] >= self._number[end - 1]:
-                end += 1
-            yield start, end
-            start = end
+        for its agents), one read each; found once (the run, its hooks and its history ask)."""
+        if self._runs is None or self._runs[0] != len(self):
+            suite, number = self._suite, self._number
+            cuts = [
+                i
+                for i, (s0, s1, n0, n1) in enumerate(zip(suite, suite[1:], number, number[1:], strict=False), 1)
+                if s1 != s0 or n1 < n0
+            ]
+            edges = [0, *cuts, len(self)] if len(self) else []
+            self._runs = len(self), list(pairwise(edges))
+        return self._runs[1]
 
     def suite_numbers(self) -> list[int]:
         """The numbers (in the plan's ``suites``) of the suites with selected cases, each once, in

@@ -9,36 +9,35 @@ from typing import Any
 from .._core.data import Assertion, Status, Usage, format_duration
 from .._core.errors import EvaluationError
 from .._core.kinds import AssertionType, Check
-from .._core.results import AssertionResult
+from .._core.results import Verdict
 from .._models.limiter import CASE_DEADLINE
 from .._project.registry import Registry
 
 _instances: dict[type, AssertionType] = {}
 
 
-async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> AssertionResult:
-    """One assertion's verdict; an assertion that cannot decide (or crashes) is an ``error``."""
+async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> Verdict:
+    """One assertion's verdict, settled; an assertion that cannot decide (or crashes) is an ``error``."""
     cls = registry.get("assertion", assertion.type)
     instance = _instances.get(cls) or _instances.setdefault(cls, cls())
     try:
         verdict = await instance.evaluate(assertion, check)
     except EvaluationError as exc:
-        return AssertionResult(assertion.type, "error", str(exc), details=exc.details or None)
+        return Verdict.settled(assertion.type, "error", str(exc), details=exc.details or None)
     except Exception as exc:
-        return AssertionResult(
-            assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
-        )
-    spent = verdict.usage
-    usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
+        crashed = f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
+        return Verdict.settled(assertion.type, "error", crashed)
+    spent = verdict.usage if verdict.usage is not None and (verdict.usage.total_tokens or verdict.usage.cost) else None
+    usage = {"usage": spent.to_dict()} if spent is not None else {}  # what the record says it cost
     if verdict.error:  # what could not be decided is an error, whatever negate says
-        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
+        return Verdict.settled(assertion.type, "error", verdict.message, details=usage or None, usage=spent)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
         message = f"negated {assertion.type} matched" + (f": {message}" if message else "")
     if assertion.message and not passed:
         message = f"{assertion.message} ({message})" if message else assertion.message
-    return AssertionResult(
+    return Verdict.settled(
         assertion.type,
         "passed" if passed else "failed",
         message,
@@ -46,22 +45,23 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         verdict.actual,
         verdict.score,
         {**verdict.details, **usage} if verdict.details is not None else usage or None,
+        spent,
     )
 
 
 async def evaluate_all(
     assertions: list[Assertion], check: Check, registry: Registry, timeout: float
-) -> list[AssertionResult]:
+) -> list[Verdict]:
     """Every assertion's verdict, each within ``timeout`` seconds (the case timeout): one that
     does not finish in time (a script that hangs) is an ``error`` that names it."""
     return [await _bounded(a, check, registry, timeout) for a in assertions]
 
 
-async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> AssertionResult:
+async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> Verdict:
     kind = registry.get("assertion", assertion.type)
     config: Any = check.services.config if check.services is not None else {}
     started = evaluate(assertion, check, registry)
-    verdict: Awaitable[AssertionResult] = started
+    verdict: Awaitable[Verdict] = started
     if kind.data_only and not kind.agent_params and not kind.uses_model(assertion, config):
         # A check that runs no user code and calls no model or agent (as its kind declares) is
         # started before its timer: one that finishes without waiting for anything (contains,
@@ -80,7 +80,7 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
                 CASE_DEADLINE.reset(paused)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
         what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
-        return AssertionResult(
+        return Verdict.settled(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )
 
@@ -95,7 +95,7 @@ class _Resumed:
     def __init__(self, coroutine: Coroutine[Any, Any, Any], pending: Any):
         self.coroutine, self.pending = coroutine, pending
 
-    def __await__(self) -> Generator[Any, None, AssertionResult]:
+    def __await__(self) -> Generator[Any, None, Verdict]:
         rest = self.coroutine.__await__()
         waiting = self.pending
         while True:
@@ -116,7 +116,7 @@ class _Resumed:
                     return done.value
 
 
-def combine(results: list[AssertionResult]) -> Status:
+def combine(results: list[Verdict]) -> Status:
     """A case's status from its assertions: a definite fail decides; else an error; else passed."""
     statuses = {r.status for r in results}
     if "failed" in statuses:
@@ -126,12 +126,11 @@ def combine(results: list[AssertionResult]) -> Status:
     return "passed"
 
 
-def judge_usage(results: list[AssertionResult]) -> Usage | None:
-    """Tokens and cost the assertions spent (judges put theirs in ``details["usage"]``)."""
+def judge_usage(results: list[Verdict]) -> Usage | None:
+    """Tokens and cost the assertions spent (judges put theirs on their verdicts)."""
     total: Usage | None = None
     for r in results:
-        usage: Any = (r.details or {}).get("usage")
-        if usage:
+        if r.usage is not None:
             total = total or Usage()
-            total.add(Usage(**{k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}))
+            total.add(r.usage)
     return total
