@@ -361,7 +361,7 @@ def test_failed_write_keeps_the_old_file(registry, tmp_path, ext):
     original = reporter.run_finished
 
     def crash_midway(summary, path):
-        import specrun._report.stability as stability
+        import specrun._report.stream as stability
 
         real = stability.read_at
 

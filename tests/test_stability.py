@@ -15,8 +15,8 @@ from specrun._report.stability import (
     case_stats,
     classify,
     exit_code,
-    scan,
 )
+from specrun._report.stream import scan
 
 
 def rec(case="A", run=1, status="passed", output="ok", ms=100.0, **extra):

@@ -21,7 +21,8 @@ from specrun._core.errors import SpecrunError
 from specrun._load.loader import FileCases, Loader
 from specrun._project.plugin_manager import default_plugins
 from specrun._project.project import Project
-from specrun._report.stability import Aggregator, scan
+from specrun._report.stability import Aggregator
+from specrun._report.stream import scan
 from specrun._run.plan import build_plan
 from tests.support.cli import run_cli
 

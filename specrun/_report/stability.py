@@ -10,17 +10,13 @@ the size of the run. Definitions are in ``docs/reports.md``.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from .._core.data import TIMEOUT_ERROR
-from .._core.errors import UsageError
 from .._core.fingerprint import fingerprint
 from .._run.matrix import matrix
 from .display import shorten
@@ -105,6 +101,8 @@ class CaseStats:
             if self.offsets is None:
                 self.offsets = array("q")
             self.offsets.append(offset)
+        if record.get("flaky") is True:  # any of its runs said so (each run's job is marked alike)
+            self.flaky = True
         usage = record.get("usage")
         if isinstance(usage, dict):
             self.has_usage = True
@@ -386,82 +384,3 @@ def exit_code(summary: dict[str, Any]) -> int:
     """The exit code of ``verdict``: 0 passed, 1 a case failed or errored, 3 results could not
     be written, 130 interrupted (the runner says 143 after SIGTERM)."""
     return EXIT_CODES[verdict(summary)[0]]
-
-
-# -- reading a result stream ------------------------------------------------------------------
-
-
-def iter_stream(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(byte offset, record)`` for each line of a JSONL result stream.
-
-    A last line cut short (a killed writer) is ignored; any other bad line is a ``UsageError``.
-    """
-    with open(path, "rb") as f:
-        offset = 0
-        pending: tuple[int, Exception] | None = None
-        for lineno, raw in enumerate(f, 1):
-            if pending:
-                raise UsageError(f"{path}:{pending[0]}: not a JSON record: {pending[1]}")
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError as exc:
-                pending = (lineno, exc)
-                continue
-            if not isinstance(record, dict):
-                what = type(record).__name__
-                raise UsageError(f"{path}:{lineno}: expected a JSON object, got {what}")
-            yield start, record
-
-
-def read_at(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:
-    """The records at the given byte offsets of a stream file, in that order."""
-    with open(path, "rb") as f:
-        for offset in offsets:
-            f.seek(offset)
-            yield json.loads(f.readline())
-
-
-@dataclass
-class Stream:
-    """A scanned result stream: its start and summary lines and the aggregated cases."""
-
-    path: Path
-    start: dict[str, Any]
-    summary: dict[str, Any] | None
-    aggregator: Aggregator
-
-    def records(self, case: CaseStats) -> Iterator[dict[str, Any]]:
-        """The result records of one case, in run order."""
-        records = list(read_at(self.path, case.offsets or ()))
-        return iter(sorted(records, key=lambda r: int(r.get("run") or 0)))
-
-
-def scan(
-    path: Path, min_pass_rate: float | None = None, check: Callable[[int, dict[str, Any]], None] | None = None
-) -> Stream:
-    """Read a stream once, keeping per-case statistics and each result line's offset.
-
-    The gate is ``min_pass_rate`` when given, else the one in the stream's summary line.
-    ``check(offset, record)`` sees each record first and may reject it (a stream from elsewhere).
-    """
-    start: dict[str, Any] = {}
-    summary: dict[str, Any] | None = None
-    agg = Aggregator(min_pass_rate)
-    for offset, record in iter_stream(path):
-        if check is not None:
-            check(offset, record)
-        kind = record.get("type", "result")
-        if kind == "result":
-            agg.add(record, offset)
-        elif kind == "start":
-            start = record
-            if start.get("runs"):
-                agg.runs = int(start["runs"])
-        elif kind == "summary":
-            summary = record
-            if min_pass_rate is None and record.get("min_pass_rate") is not None:
-                agg.set_gate(float(record["min_pass_rate"]))
-    return Stream(path, start, summary, agg)

@@ -41,12 +41,13 @@ from .._core.errors import ReportError, SpecrunError, TargetError, UsageError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
+from .._core.summary import Summary
 from .._models.cache import CASE_TALLY, CacheTally
 from .._models.limiter import CASE_DEADLINE
 from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
-from .._report.stream import ResultStream
+from .._report.stream import ResultStream, sharing_scans
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .lifecycle import Lifecycle
 from .plan import case_needs_model
@@ -106,7 +107,7 @@ class Runner:
 
     async def run(
         self, jobs: Jobs, info: RunInfo, run_plugins: list[object], stream: ResultStream
-    ) -> dict[str, Any]:
+    ) -> Summary:
         """Run every job, with ``run_plugins`` (the console, ``stream``, the reporters) on the
         lifecycle hooks for this run; return the summary. Every consumer is finished even when
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
@@ -129,7 +130,8 @@ class Runner:
                     if self.models is not None:
                         await self.models.aclose()
                 summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000, stream)
-                await lifecycle.finish(info=info, summary=summary, stream=stream.path)
+                with sharing_scans():  # the whole-file reports read the stream once between them
+                    await lifecycle.finish(info=info, summary=summary, stream=stream.path)
             finally:
                 for sig in handled:
                     loop.remove_signal_handler(sig)
@@ -480,14 +482,14 @@ class Runner:
         if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
             self._finished.append(result.record())
 
-    def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
+    def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> Summary:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
 
         ``incomplete`` says why the stream lacks results, when it does: the whole-file reports
         are built from the stream, and say so instead of looking complete.
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        summary = {"type": "summary", **summary, "not_run": scheduled - self.done}
+        summary = Summary(type="summary", **summary, not_run=scheduled - self.done)
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .._core.data import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Agent, Case, Sui
 from .._core.errors import UsageError
 from .._core.kinds import Job, Reporter, SourceContext
 from .._core.results import Result, RunInfo, utc_timestamp
+from .._core.summary import Summary
 from .._load.case_rules import GeneratedLimits
 from .._load.loader import Loader
 from .._project.plugin_manager import Plugins, default_plugins
@@ -74,26 +76,22 @@ class RunRequest:
     failed_first: bool = False  # --ff: those cases first, then the others
 
 
-@dataclass
-class RunSummary:
-    """How a run ended: its counts, its exit code, and where its result stream is."""
+class RunSummary(Summary):
+    """How a run ended: its summary (the stream's summary line, typed: see ``Summary``), its
+    exit code, and where its result stream is."""
 
-    total: int
-    passed: int
-    failed: int
-    errors: int
-    skipped: int
-    not_run: int
-    duration_ms: float
-    interrupted: bool
-    incomplete: str | None
-    exit_code: int
-    stream: Path
-    record: dict[str, Any]  # the stream's summary line
+    def __init__(self, record: Mapping[str, Any], exit_code: int, stream: Path):
+        super().__init__(record)
+        self.exit_code, self.stream = exit_code, stream
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The stream's summary line."""
+        return dict(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as the stream and the reports have it."""
-        return dict(self.record)
+        return dict(self)
 
 
 class RunSession:
@@ -245,20 +243,7 @@ class RunSession:
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
         run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
         record = await self.runner.run(jobs, info, run_plugins, stream)
-        return RunSummary(
-            total=record["total"],
-            passed=record["passed"],
-            failed=record["failed"],
-            errors=record["errors"],
-            skipped=record["skipped"],
-            not_run=record["not_run"],
-            duration_ms=record["duration_ms"],
-            interrupted=record["interrupted"],
-            incomplete=record.get("incomplete"),
-            exit_code=self.runner.exit_code(record),
-            stream=stream.path,
-            record=record,
-        )
+        return RunSummary(record, self.runner.exit_code(record), stream.path)
 
     def _durations(self, case_ids: list[str]) -> dict[str, float]:
         """Past mean durations (ms) from the run history, which balance ``--shard``; none with

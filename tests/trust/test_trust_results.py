@@ -38,8 +38,8 @@ from specrun._load.loader import Loader
 from specrun._project.plugin_manager import default_plugins
 from specrun._project.project import Project
 from specrun._report.console import ConsoleReport
-from specrun._report.stability import Aggregator, exit_code, iter_stream, verdict
-from specrun._report.stream import ResultStream
+from specrun._report.stability import Aggregator, exit_code, verdict
+from specrun._report.stream import ResultStream, iter_stream
 from specrun._run.plan import build_plan, load_inputs
 from specrun._run.runner import Runner, RunOptions
 
