@@ -125,10 +125,15 @@ class Target(Plugin):
     one installed target, makes it the one that runs a CLI agent given as a command (the Python
     test API's ``Test("demo.py")``): its config is then ``{<command_param>: argv}`` plus
     ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
+    ``rate_limited`` False says its calls never wait in specrun's rate limiters (a Python
+    function's do not): an answer that comes at once is then taken without arming a timer.
     """
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
+    # False when its calls never queue in one of specrun's rate limiters (which pause the case
+    # timeout while a call queues): the engine may then start a call before arming its timer
+    rate_limited: ClassVar[bool] = True
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):

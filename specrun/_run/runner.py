@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 import time
@@ -43,12 +44,12 @@ from .._core.results import Result, RunInfo
 from .._core.services import Services
 from .._core.summary import Summary
 from .._models.cache import CASE_TALLY, CacheTally
-from .._models.limiter import CASE_DEADLINE
 from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
 from .._report.stream import ResultStream, sharing_scans
 from .case_hooks import call_hook, case_hook_dirs, load_hook
+from .deadline import within
 from .lifecycle import Lifecycle
 from .plan import case_needs_model
 from .proctree import kill_all
@@ -422,12 +423,9 @@ class Runner:
                     case, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, job.run
                 )
             started = time.perf_counter()
-            async with asyncio.timeout(timeout) as deadline:
-                paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
-                try:
-                    response = Response.of(await session.send(case.input))
-                finally:
-                    CASE_DEADLINE.reset(paused)
+            answer = session.send(case.input)
+            eager = not target.rate_limited and inspect.iscoroutine(answer)  # see specrun._run.deadline
+            response = Response.of(await within(answer, timeout, eager))
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:

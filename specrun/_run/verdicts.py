@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any
 
 from .._core.data import Assertion, Status, Usage, format_duration
 from .._core.errors import EvaluationError
 from .._core.kinds import AssertionType, Check
 from .._core.results import Verdict
-from .._models.limiter import CASE_DEADLINE
 from .._project.registry import Registry
+from .deadline import within
 
 _instances: dict[type, AssertionType] = {}
 
@@ -60,60 +58,16 @@ async def evaluate_all(
 async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> Verdict:
     kind = registry.get("assertion", assertion.type)
     config: Any = check.services.config if check.services is not None else {}
-    started = evaluate(assertion, check, registry)
-    verdict: Awaitable[Verdict] = started
-    if kind.data_only and not kind.agent_params and not kind.uses_model(assertion, config):
-        # A check that runs no user code and calls no model or agent (as its kind declares) is
-        # started before its timer: one that finishes without waiting for anything (contains,
-        # equals, regex, ...) never needed one, as a timer cannot stop code that does not wait.
-        try:
-            pending = started.send(None)
-        except StopIteration as done:
-            return done.value
-        verdict = _Resumed(started, pending)  # it waits: the rest of it runs within the timeout
+    # A check that runs no user code and calls no model or agent (as its kind declares) is
+    # started before its timer (specrun._run.deadline): contains, equals, regex... need none.
+    eager = kind.data_only and not kind.agent_params and not kind.uses_model(assertion, config)
     try:
-        async with asyncio.timeout(timeout) as deadline:
-            paused = CASE_DEADLINE.set(deadline)  # a model call queued by a rate limiter pauses it
-            try:
-                return await verdict
-            finally:
-                CASE_DEADLINE.reset(paused)
+        return await within(evaluate(assertion, check, registry), timeout, eager)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
         what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
         return Verdict.settled(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )
-
-
-class _Resumed:
-    """The rest of a coroutine that was started by hand and is waiting for ``pending``: awaited,
-    it hands ``pending`` to the task as the coroutine would have, then carries on with it
-    (``yield from``'s rules: what the task sends or throws goes to the coroutine)."""
-
-    __slots__ = ("coroutine", "pending")
-
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], pending: Any):
-        self.coroutine, self.pending = coroutine, pending
-
-    def __await__(self) -> Generator[Any, None, Verdict]:
-        rest = self.coroutine.__await__()
-        waiting = self.pending
-        while True:
-            try:
-                yield waiting
-            except GeneratorExit:
-                rest.close()
-                raise
-            except BaseException as exc:  # a cancellation (the timeout's) reaches the coroutine
-                try:
-                    waiting = rest.throw(exc)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    waiting = rest.send(None)
-                except StopIteration as done:
-                    return done.value
 
 
 def combine(results: list[Verdict]) -> Status:

@@ -30,6 +30,7 @@ class PythonTarget(Target):
 
     name = "python"
     description = "A Python function (messages, ctx) returning str, dict, list or a Response; or a framework agent."
+    rate_limited = False  # a function, or a framework's own clients: never specrun's rate limiters
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "function": {

@@ -1,10 +1,12 @@
-"""The engine's side of each assertion: a check that waits is held to the case timeout, whether
-its timer was armed before it started or once it began to wait (specrun._run.verdicts)."""
+"""The case timeout (specrun._run.deadline): a check or an agent that waits is held to it, whether
+its timer was armed before it started or once it began to wait; the deadline is the same."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -14,6 +16,7 @@ from specrun._core.data import Assertion, Case, Context, Location, Message, Resp
 from specrun._core.kinds import AssertionType, Check, Verdict
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._run.verdicts import evaluate_all
+from tests.support.cli import run_cli
 
 ENDED: list[str] = []
 
@@ -81,3 +84,37 @@ def test_a_check_that_waits_past_the_case_timeout_is_an_error_naming_it(registry
         ("passed", 'output contains "ok"; output: "ok"'),
     ]
     assert ENDED == ["CancelledError", "CancelledError"]
+
+
+AGENTS = """
+import asyncio, time
+
+async def at_once(messages, ctx):
+    return "ok " + ctx.case_id
+
+async def blocks_then_waits(messages, ctx):
+    time.sleep(0.15)  # past the deadline before it first waits: that counts
+    await asyncio.sleep(0)
+    return "too late"
+
+async def waits(messages, ctx):
+    await asyncio.sleep(30)
+"""
+
+
+def test_an_agent_is_held_to_the_deadline_set_when_its_answer_started(tmp_path: Path) -> None:
+    (tmp_path / "deadline_agents.py").write_text(AGENTS)
+    (tmp_path / "agent.yaml").write_text("target: python:deadline_agents:at_once\n")
+    # "waits" first: its deadline passes while "blocks_then_waits" holds the loop
+    functions = ("waits", "blocks_then_waits")
+    cases = [{"id": f, "input": "hi", "target": f"python:deadline_agents:{f}", "timeout": "100ms"} for f in functions]
+    cases += [{"id": "a", "input": "hi", "assertions": [{"type": "contains", "value": "ok a"}], "timeout": "100ms"}]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    done = run_cli(["s.jsonl", "-j", "3", "-o", "out.jsonl"], tmp_path)
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    got = {r["id"]: (r["status"], r["error"]) for r in records if r["type"] == "result"}
+    assert got == {
+        "a": ("passed", None),  # answered at once
+        "blocks_then_waits": ("error", "timeout after 100ms"),  # its time before it first waited counts
+        "waits": ("error", "timeout after 100ms"),
+    }, done.stdout + done.stderr
