@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring  # how JSONEncoder(ensure_ascii=False) writes a string
 from typing import Any
 
 from .data import to_json
@@ -45,8 +46,14 @@ def fingerprint(record: dict[str, Any]) -> bytes:
     Covers the normalised output, the tool calls (name and arguments, in order; not their
     results) and, in dynamic mode, the output and tool calls of every turn.
     """
-    parts: list[Any] = [normalize_output(record.get("output")), _calls(record.get("tool_calls"))]
-    for turn in record.get("turns") or []:
+    output, calls, turns = record.get("output"), record.get("tool_calls"), record.get("turns")
+    if isinstance(output, str) and not calls and not turns:
+        # The usual record, a text answer: its canonical JSON (``["text",[]]``) written out at once,
+        # the same text canonical_json makes of it, without an encoder's work per call.
+        text = "[" + encode_basestring(" ".join(output.lower().split())) + ",[]]"
+        return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+    parts: list[Any] = [normalize_output(output), _calls(calls)]
+    for turn in turns or []:
         if isinstance(turn, dict):
             parts.append([normalize_output(turn.get("output")), _calls(turn.get("tool_calls"))])
     return hashlib.blake2b(canonical_json(parts).encode("utf-8", "replace"), digest_size=16).digest()
