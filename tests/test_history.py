@@ -475,6 +475,21 @@ def test_history_command_lists_runs_a_timeline_and_flaky_cases(tmp_path):
     assert "No flaky cases" in run_cli(["history", "--flaky", "-n", "other"], root).stdout
 
 
+def test_the_timeline_does_not_call_an_answer_new_across_the_change_of_fingerprint(tmp_path):
+    root = project(tmp_path, [case("steady", "hello", "hello")])
+    for _ in range(3):
+        run_cli(["suite.jsonl"], root)
+    fingerprints = [t["fingerprint"] for t in history(root).timeline("steady")]
+    assert len(set(fingerprints)) == 1 and len(fingerprints[0]) == 32  # the reports' fingerprint, as hex
+    db = sqlite3.connect(root / ".specrun" / "history.db")
+    with contextlib.closing(db):  # the oldest as an older specrun wrote it: a hash of another kind
+        db.execute("UPDATE cases SET fingerprint = '0123456789abcdef' WHERE rowid = (SELECT min(rowid) FROM cases)")
+        db.commit()
+    lines = run_cli(["history", "steady"], root).stdout.splitlines()
+    assert [line.split()[4] for line in lines[1:4]] == ["passed"] * 3
+    assert "new output" not in "\n".join(lines[1:4])
+
+
 def test_history_command_on_a_bad_database_is_a_clear_error(tmp_path):
     root = project(tmp_path, CASES)
     (root / ".specrun").mkdir()

@@ -214,7 +214,7 @@ def _walk(node: Any, path: list[Any], at_key: bool) -> tuple[int, int] | None:
 _NOT_JSON_BREAKS = str.maketrans("\r\x85\u2028\u2029", "    ")
 
 
-@dataclass
+@dataclass(slots=True)  # one per case read, three reads a run
 class Record:
     """One top-level node of a document (a case, or the suite mapping) and how to locate in it."""
 

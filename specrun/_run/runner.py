@@ -35,7 +35,6 @@ from .._core.data import (
     Context,
     Message,
     Response,
-    Usage,
     format_duration,
 )
 from .._core.errors import ReportError, SpecrunError, TargetError, UsageError
@@ -55,7 +54,7 @@ from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
-from .verdicts import combine, evaluate_all, judge_usage
+from .verdicts import combine, evaluate_all, spent_on
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
@@ -300,13 +299,8 @@ class Runner:
     def services(self, run: int) -> Services:
         known = self._services.get(run)
         if known is None:
-            known = self._services[run] = Services(
-                models=self.models,
-                run=run,
-                agent_caller=self.call_agent,
-                config=self.project.config,
-                update_snapshots=self.options.update_snapshots,
-            )
+            opts, config = self.options, self.project.config
+            known = self._services[run] = Services(self.models, run, self.call_agent, config, opts.update_snapshots)
         return known
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
@@ -447,12 +441,7 @@ class Runner:
                         await session.close()
         check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
         verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
-        spent = judge_usage(verdicts)
-        usage = None
-        if response.usage is not None or spent is not None:
-            usage = Usage()
-            usage.add(response.usage)
-            usage.add(spent)
+        usage = spent_on(response, verdicts)
         return Result(case, combine(verdicts), run=job.run, response=response, assertions=verdicts, usage=usage)
 
     # -- results --------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._core.data import Assertion, Status, Usage, format_duration
+from .._core.data import Assertion, Response, Status, Usage, format_duration
 from .._core.errors import EvaluationError
 from .._core.kinds import AssertionType, Check
 from .._core.results import Verdict
@@ -88,3 +88,14 @@ def judge_usage(results: list[Verdict]) -> Usage | None:
             total = total or Usage()
             total.add(r.usage)
     return total
+
+
+def spent_on(response: Response, verdicts: list[Verdict]) -> Usage | None:
+    """What a case cost: its agent's answer and its judges, added up (None when neither said)."""
+    spent = judge_usage(verdicts)
+    if response.usage is None and spent is None:
+        return None
+    usage = Usage()
+    usage.add(response.usage)
+    usage.add(spent)
+    return usage

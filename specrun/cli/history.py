@@ -126,7 +126,7 @@ def _timeline(store: Any, case_id: str, agent: str | None, limit: int) -> None:
         elif older is not None:
             if newer["revision"] != older["revision"]:
                 notes.append("agent changed")  # its code, config or -c model: flakiness starts afresh
-            if newer["fingerprint"] != older["fingerprint"] and newer["status"] != "skipped":
+            if _new_output(newer["fingerprint"], older["fingerprint"]) and newer["status"] != "skipped":
                 notes.append("new output")
         if newer["cached"]:
             notes.append("cached")
@@ -168,3 +168,10 @@ def _flaky(store: Any, window: int | None, agent: str | None) -> None:
     ]
     _table(["CASE", "SUITE", "AGENT", "PASSED", "FAILED", "FLIPS", "LATEST"], rows)
     click.echo(f"\n{len(found)} flaky case{'s' * (len(found) != 1)}: passed and failed (or errored) {rule}")
+
+
+def _new_output(newer: str | None, older: str | None) -> bool:
+    """Whether two results' outputs differ, by their fingerprints; one recorded before results
+    were fingerprinted as the reports count distinct outputs (16 hex digits, not 32) is not
+    compared: the same answer would look new once."""
+    return bool(newer and older) and len(newer or "") == len(older or "") and newer != older
