@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from ..._core.data import Context, Message, Response, parse_duration, to_json
+from ..._core.data import Context, Message, Response, ToolCall, parse_duration, to_json
 from ..._core.errors import TargetError
 from ..._core.kinds import Session, Target
 from ..._core.redact import redact
@@ -307,20 +307,30 @@ class HttpTarget(Target):
             raise TargetError(
                 f"output expression {self.config['output']!r} found nothing in the reply: {excerpt(json.dumps(reply))}"
             )
-        calls = []
-        if self._tool_calls is not None:
-            found = self._tool_calls.search(reply)
-            if found is not None and not isinstance(found, list):
-                raise TargetError(
-                    f"tool_calls expression {self.config['tool_calls']!r} gave {type(found).__name__}, not a list"
-                )
-            for call in found or []:
-                if not isinstance(call, dict):
-                    raise TargetError(f"a tool call is not an object: {excerpt(json.dumps(call))}")
-                calls.append(parse_tool_call(call.get("name"), call.get("arguments"), call.get("id")))
-        return Response(content=content, tool_calls=calls, raw=reply)
+        if self._tool_calls is None:  # the reply's calls are not known: a tool assertion is an error, not a pass
+            return Response(content=content, raw=reply)
+        found = self._tool_calls.search(reply)  # nothing there: no tool was called, as in an OpenAI reply
+        if found is not None and not isinstance(found, list):
+            raise TargetError(
+                f"tool_calls expression {self.config['tool_calls']!r} gave {type(found).__name__}, not a list"
+            )
+        return Response(content=content, tool_calls=[_template_call(call) for call in found or []], raw=reply)
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def _template_call(call: Any) -> ToolCall:
+    """A ``{name, arguments, id, status, step}`` object a ``tool_calls`` expression found."""
+    if not isinstance(call, dict):
+        raise TargetError(f"a tool call is not an object: {excerpt(json.dumps(call))}")
+    found = parse_tool_call(call.get("name"), call.get("arguments"), call.get("id"))
+    status, step = call.get("status"), call.get("step")
+    if status is not None and status not in ("ok", "error"):
+        raise TargetError(f"tool call {found.name!r} has status {status!r}: a status is 'ok' or 'error'")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        raise TargetError(f"tool call {found.name!r} has step {step!r}: a step is an integer")
+    found.status, found.step = status, step
+    return found
