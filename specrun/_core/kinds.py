@@ -80,6 +80,7 @@ class Check:
     context: Context
     services: Services | None = None  # model calls, project agents and config; None outside a run
     messages: list[Message] = field(default_factory=list)
+    target: str | None = None  # the type of the target that answered (python, http...), for messages
 
 
 class AssertionType(Plugin):

@@ -33,10 +33,11 @@ from .._core.data import (
     format_duration,
 )
 from .._core.errors import SpecrunError, UsageError
-from .._core.kinds import Check, Session, Simulator, SimulatorState, SimulatorTurn
+from .._core.kinds import Check, Job, Session, Simulator, SimulatorState, SimulatorTurn
 from .._core.results import AssertionResult, Result
 from .._project.registry import Registry
 from .tracebacks import user_traceback
+from .turns import Trajectory, in_turn
 from .verdicts import evaluate, judge_usage
 
 
@@ -87,6 +88,8 @@ class Conversation:
     spent: bool = False
     response: Response | None = None
     turn: int = 0
+    target: str | None = None  # the target's type, for the messages of tool checkpoints
+    trajectory: Trajectory = field(default_factory=Trajectory)
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -109,7 +112,7 @@ class Conversation:
         A checkpoint is checked (once per turn) only when every ``after`` checkpoint is reached,
         earlier or in this turn, so a model-judged checkpoint is never asked about early.
         """
-        check = Check(response, self.case, self.context, self.services, list(self.history))
+        check = Check(response, self.case, self.context, self.services, list(self.history), self.target)
         tried: set[str] = set()
         progress = True
         while progress:
@@ -183,19 +186,21 @@ class Conversation:
             except SpecrunError as exc:
                 failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
                 if failed is not None:
-                    self.response = failed
+                    self.response = in_turn(failed, self.turn)
+                    self.trajectory.add(failed)
                     self._spend(failed.usage)
                 raise _Stop("error", f"{exc} (in turn {self.turn})") from exc
             except Exception as exc:
                 raise _Stop("error", f"agent error: {type(exc).__name__}: {exc} (in turn {self.turn})") from exc
-            self.response = response
+            self.response = in_turn(response, self.turn)
+            self.trajectory.add(response)
             self._spend(response.usage)
             self.history.append(Message("assistant", response.text))
             record: dict[str, Any] = {"turn": self.turn, "input": user_text, "output": response.content}
             files = [_file_name(part) for part in last_user.attachments]
             if files:  # shown as `+ [receipt.jpg]` in the console's turn tree
                 record["attachments"] = files
-            if response.tool_calls:
+            if response.tools_reported:  # [] when none was called; left out when not known
                 record["tool_calls"] = [t.to_dict() for t in response.tool_calls]
             self.turns.append(record)
             await self.check(response)
@@ -238,17 +243,17 @@ class Conversation:
 
 
 async def run_conversation(
-    case: Case,
+    job: Job,
     session: Session,
     ctx: Context,
     services: Any,
     registry: Registry,
     timeout: float,
     default_simulator: str | None,
-    run: int,
 ) -> Result:
     """Run one dynamic case to its verdict (see the module docstring); never raises for the
-    case's own failures, only for cancellation."""
+    case's own failures, only for cancellation. The result's tool calls are every turn's."""
+    case, run = job.case, job.run
     try:
         simulator = build_simulator(case, default_simulator, registry)
     except SpecrunError as exc:
@@ -256,6 +261,7 @@ async def run_conversation(
     talk = Conversation(
         case, session, ctx, services, registry, simulator, case.max_turns or DEFAULT_MAX_TURNS, list(case.input)
     )
+    talk.target = job.agent.target.get("type")
     status: Status
     error: str | None
     where = None
@@ -272,7 +278,7 @@ async def run_conversation(
         case,
         status,
         run=run,
-        response=talk.response,
+        response=talk.trajectory.response(talk.response),
         error=error,
         traceback=where,
         assertions=talk.assertion_results(),

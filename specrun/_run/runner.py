@@ -53,6 +53,7 @@ from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
+from .turns import in_turn, turn_of
 from .verdicts import combine, evaluate_all, judge_usage
 
 if TYPE_CHECKING:
@@ -405,13 +406,13 @@ class Runner:
                 from .conversation import run_conversation
 
                 return await run_conversation(
-                    case, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, job.run
+                    job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator
                 )
             started = time.perf_counter()
             async with asyncio.timeout(timeout) as deadline:
                 paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
                 try:
-                    response = Response.of(await session.send(case.input))
+                    response = in_turn(Response.of(await session.send(case.input)), turn_of(case.input))
                 finally:
                     CASE_DEADLINE.reset(paused)
             if response.latency_ms is None:
@@ -419,7 +420,7 @@ class Runner:
         except TimeoutError:
             return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
-            done = exc.response
+            done = in_turn(exc.response, turn_of(case.input))
             result = Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
             result.traceback = user_traceback(exc)
             return result
@@ -433,7 +434,7 @@ class Runner:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(10):
                         await session.close()
-        check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
+        check = Check(response, case, ctx, services, case.input, target.name)
         verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
         usage = Usage()
         usage.add(response.usage)

@@ -61,9 +61,11 @@ def judge_prompt(check: Check, criteria: str, threshold: float, expected: Any = 
     if expected is not None:
         text = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
         parts.append(f"REFERENCE ANSWER:\n{text}")
+    calls = check.response.tool_calls
     material = {
         "conversation": _conversation(_messages(check)),
-        "tool_calls": [c.to_dict() for c in check.response.tool_calls],
+        # Unknown is not "none": an empty list would let the judge conclude that no tool was called.
+        "tool_calls": [c.to_dict() for c in calls] if check.response.tools_reported else "not reported by the agent",
         "response": check.response.content,
     }
     parts.append(f"THE MATERIAL TO JUDGE (conversation, tool_calls, response):\n{data_block(material)}")
