@@ -18,7 +18,7 @@ from specrun import Response, ToolCall
 def agent(messages, ctx):
     text = messages[-1].text
     if "nothing" in text:
-        return "Nothing to do."
+        return Response("Nothing to do.", tool_calls=[])  # no tool called, and it says so
     order = text.split()[-1].rstrip("?")
     calls = [ToolCall("orders.lookup", {"order_id": order, "verbose": True, "items": [1, 2]})]
     if "json" in text:  # an agent passing the raw JSON text of the arguments
