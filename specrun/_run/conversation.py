@@ -182,7 +182,7 @@ class Conversation:
             last_user = self.history[-1]
             user_text = last_user.text
             try:
-                response = Response.of(await self.session.send(list(self.history)))
+                response = in_turn(Response.of(await self.session.send(list(self.history))), self.turn)
             except SpecrunError as exc:
                 failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
                 if failed is not None:
@@ -192,7 +192,7 @@ class Conversation:
                 raise _Stop("error", f"{exc} (in turn {self.turn})") from exc
             except Exception as exc:
                 raise _Stop("error", f"agent error: {type(exc).__name__}: {exc} (in turn {self.turn})") from exc
-            self.response = in_turn(response, self.turn)
+            self.response = response
             self.trajectory.add(response)
             self._spend(response.usage)
             self.history.append(Message("assistant", response.text))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from .._core.data import Message, Response, ToolCall, _NotReported
+from .._core.errors import TargetError
 
 _R = TypeVar("_R", bound=Response | None)
 
@@ -19,8 +20,19 @@ def turn_of(messages: Sequence[Message]) -> int:
 
 
 def in_turn(response: _R, turn: int) -> _R:
-    """``response`` (None as is), each of its tool calls that names no turn given ``turn``."""
-    for call in response.tool_calls if response is not None else ():
+    """``response`` (None as is), each of its tool calls that names no turn given ``turn``.
+
+    ``tool_calls=None`` reads as not reported; a call that is no ``ToolCall`` is a ``TargetError``.
+    """
+    if response is None:
+        return response
+    if response.tool_calls is None:  # the agent said "unknown" its own way
+        response.tool_calls = _NotReported()
+    for call in response.tool_calls:
+        if not isinstance(call, ToolCall):
+            raise TargetError(
+                f"the agent's tool_calls hold a {type(call).__name__}, not a specrun.ToolCall: {call!r:.200}"
+            )
         if call.turn is None:
             call.turn = turn
     return response

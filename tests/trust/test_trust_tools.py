@@ -44,6 +44,23 @@ def shop(messages, ctx):
             ToolCall("refund", {"id": "A1"}, step=3),
         ])
     return Response("Nothing to do.", tool_calls=[])  # no tool called, and it says so
+
+
+def odd(messages, ctx):
+    if messages[-1].text == "unknown":
+        return Response("Done.", tool_calls=None)  # "unknown", said its own way
+    return Response("Done.", tool_calls=[{"name": "lookup_order"}])
+"""
+
+ODD = """\
+target: python:bot:odd
+cases:
+  - id: odd-unknown
+    input: unknown
+    assertions: [{type: tool_not_called}]
+  - id: odd-dicts
+    input: dicts
+    assertions: [{type: tool_not_called}]
 """
 
 TEXT = """\
@@ -103,10 +120,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, dict[str, d
     """One run of every case, as a user runs it: the exit code, stdout and the records by id."""
     root = tmp_path_factory.mktemp("tools")
     (root / "bot.py").write_text(AGENT)
-    for name, suite in (("text", TEXT), ("shop", SHOP), ("dynamic", DYNAMIC)):
+    suites = {"text": TEXT, "shop": SHOP, "dynamic": DYNAMIC, "odd": ODD}
+    for name, suite in suites.items():
         (root / f"{name}.yaml").write_text(suite)
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    proc = support.cli.run_cli(["text.yaml", "shop.yaml", "dynamic.yaml", "-o", "out.jsonl"], root, env)
+    proc = support.cli.run_cli([*(f"{name}.yaml" for name in suites), "-o", "out.jsonl"], root, env)
     assert (root / "out.jsonl").exists(), proc.stdout + proc.stderr
     lines = [json.loads(line) for line in (root / "out.jsonl").read_text().splitlines()]
     return proc.returncode, proc.stdout, {r["id"]: r for r in lines if r["type"] == "result"}
@@ -129,6 +147,14 @@ def test_a_target_that_reports_no_tool_calls_makes_every_tool_assertion_an_error
     assert "traces: otel" in message and "docs/targets.md#frameworks" in message
     assert "tool_calls" not in text  # not known: the record says nothing rather than "none"
     assert "tool_not_called cannot be judged: target python reports no tool calls" in stdout
+
+
+def test_tool_calls_none_is_not_known_and_a_call_that_is_no_toolcall_is_the_agent_s_error(run):
+    records = run[2]
+    unknown, dicts = records["odd-unknown"], records["odd-dicts"]
+    assert _verdicts(unknown) == ["error"] and "tool_calls" not in unknown
+    assert dicts["status"] == "error" and dicts["assertions"] == []
+    assert dicts["error"] == "the agent's tool_calls hold a dict, not a specrun.ToolCall: {'name': 'lookup_order'}"
 
 
 def test_an_explicit_empty_list_reports_that_no_tool_was_called(run):
