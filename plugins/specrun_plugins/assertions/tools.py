@@ -349,15 +349,20 @@ class _Order:
         return None
 
     def _assign(self, names: list[str], calls: list[int]) -> list[int] | None:
-        """A distinct call for each name, or None (names are few: a plain search)."""
-        if not names:
-            return []
-        for i in calls:
-            if self._is(i, names[0]):
-                rest = self._assign(names[1:], [c for c in calls if c != i])
-                if rest is not None:
-                    return [i, *rest]
-        return None
+        """A distinct call for each name, or None: a bipartite matching by augmenting paths, so
+        that many calls of one name never make the search explode."""
+        owner: dict[int, int] = {}  # call -> the name it stands for
+
+        def place(name: int, seen: set[int]) -> bool:
+            for i in calls:
+                if i not in seen and self._is(i, names[name]):
+                    seen.add(i)
+                    if i not in owner or place(owner[i], seen):
+                        owner[i] = name
+                        return True
+            return False
+
+        return sorted(owner) if all(place(n, set()) for n in range(len(names))) else None
 
     def why_not(self, item: list[str], previous: list[int]) -> str:
         """Why a single name was not found although it was called: in the same step as the item before."""
