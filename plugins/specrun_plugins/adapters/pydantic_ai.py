@@ -100,8 +100,11 @@ def run_options(agent: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     agent's ``deps_type``). Other keys are the case's own (``connector``, ...) and not passed."""
     given = {key: options[key] for key in _OPTIONS if options.get(key) is not None}
     for key in ("model_settings", "usage_limits"):
-        if key in given and not isinstance(given[key], Mapping):
+        if key not in given:
+            continue
+        if not isinstance(given[key], Mapping):
             raise TargetError(f"options.{key} must be a mapping, not {type(given[key]).__name__}")
+        given[key] = dict(given[key])
     if "usage_limits" in given:
         from pydantic_ai.usage import UsageLimits
 
