@@ -23,16 +23,21 @@ GRAPHS = '''\
 """Graphs for the adapter's tests, made of the example's pieces."""
 
 import asyncio
+import warnings
 from pathlib import Path
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from travel_graph import assistant, book_flight, builder, graph, search_flights
+from travel_graph import OfflineModel, assistant, book_flight, builder, graph, search_flights
+
+with warnings.catch_warnings():  # LangGraph 1.0 moved it to LangChain's create_agent: both make this graph
+    warnings.simplefilter("ignore")
+    react = create_react_agent(OfflineModel(), [search_flights, book_flight])
 
 remembering = builder.compile(checkpointer=InMemorySaver())
 seeded = builder.compile(checkpointer=InMemorySaver())  # a thread with a conversation in it already
@@ -101,19 +106,15 @@ BOOK_AFTER_SEARCH = [
     },
 ]
 SEARCHED = {"type": "tool_called", "name": "search_flights", "arguments": {"destination": "Lisbon"}}
+WIRE_CALL = {
+    "id": "c1",
+    "type": "function",
+    "function": {"name": "search_flights", "arguments": '{"destination": "Oslo"}'},
+}
+FLAT_CALL = {"id": "c1", "name": "search_flights", "arguments": {"destination": "Oslo"}}  # as specrun reports one
 GIVEN_HISTORY = [
     {"role": "user", "content": "Find flights to Oslo"},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {
-                "id": "c1",
-                "type": "function",
-                "function": {"name": "search_flights", "arguments": '{"destination": "Oslo"}'},
-            }
-        ],
-    },
+    {"role": "assistant", "content": ""},  # its call: WIRE_CALL or FLAT_CALL
     {"role": "tool", "tool_call_id": "c1", "name": "search_flights", "content": "SK4601"},
     {"role": "assistant", "content": "Here you are: SK4601."},
     {"role": "user", "content": "Book the first one"},
@@ -127,6 +128,12 @@ CASES: list[dict[str, Any]] = [
         "max_turns": 2,
     },
     {
+        "id": "react-agent",
+        "target": "python:more_graphs:react",
+        "input": "Find flights to Lisbon",
+        "assertions": [SEARCHED, {"type": "contains", "value": "TP1351"}],
+    },
+    {
         "id": "own-thread",
         "target": "python:more_graphs:seeded",
         "input": "Book the first one",
@@ -136,11 +143,14 @@ CASES: list[dict[str, Any]] = [
             {"type": "tool_not_called", "name": "search_flights"},  # the thread's, not this case's
         ],
     },
-    {
-        "id": "given-history",
-        "input": GIVEN_HISTORY,
-        "assertions": [{"type": "tool_called", "name": "book_flight", "arguments": {"flight_id": "SK4601"}}],
-    },
+    *[
+        {
+            "id": f"given-history{suffix}",
+            "input": [*GIVEN_HISTORY[:1], {**GIVEN_HISTORY[1], "tool_calls": [call]}, *GIVEN_HISTORY[2:]],
+            "assertions": [{"type": "tool_called", "name": "book_flight", "arguments": {"flight_id": "SK4601"}}],
+        }
+        for suffix, call in [("", WIRE_CALL), ("-flat", FLAT_CALL)]
+    ],
     {
         "id": "approval",
         "target": "python:more_graphs:approval",
@@ -280,8 +290,17 @@ def test_each_turn_continues_the_graphs_own_conversation(run, case):
     ]
 
 
-def test_a_given_history_with_tool_calls_becomes_langchains_messages(run):
-    result = run["given-history"]
+def test_a_prebuilt_react_agent_runs_the_same_way(run):
+    assert run["react-agent"]["status"] == "passed", run["react-agent"]
+    assert [(c["name"], c["status"], c["step"]) for c in run["react-agent"]["tool_calls"]] == [
+        ("search_flights", "ok", 1)
+    ]
+
+
+@pytest.mark.parametrize("case", ["given-history", "given-history-flat"])
+def test_a_given_history_with_tool_calls_becomes_langchains_messages(run, case):
+    """The calls in the chat wire format (``function.arguments``) or as specrun reports them."""
+    result = run[case]
     assert result["status"] == "passed", result
     assert [(c["name"], c["arguments"], c["turn"]) for c in result["tool_calls"]] == [
         ("book_flight", {"flight_id": "SK4601"}, 2)

@@ -24,17 +24,27 @@ def to_langchain(messages: list[Message]) -> list[BaseMessage]:
     """``messages`` as LangChain messages (attachments as its standard content blocks), each with
     a new id: the messages a run adds are then told from these whatever the graph does with ids."""
     converted = []
-    for message in messages:
+    for number, message in enumerate(messages, 1):
         data = message.to_dict()
         if not isinstance(message.content, str):
             data["content"] = [_block(part) for part in message.content]
+        if message.tool_calls:
+            data["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
         try:
             [made] = convert_to_messages([data])
         except (ValueError, TypeError, KeyError, NotImplementedError) as exc:  # pydantic's ValidationError too
-            raise TargetError(f"a {message.role} message cannot be given to LangChain: {exc}") from None
+            raise TargetError(f"message {number} ({message.role}) cannot be given to LangChain: {exc}") from None
         made.id = str(uuid.uuid4())
         converted.append(made)
     return converted
+
+
+def _tool_call(call: Any) -> Any:
+    """A call as the chat wire format has it (``function.arguments``, which LangChain reads), or
+    flat, as specrun reports one (``name``, ``arguments``, ``id``), in LangChain's shape."""
+    if isinstance(call, dict) and "function" not in call and "arguments" in call:
+        return {"name": call.get("name"), "args": call["arguments"], "id": call.get("id"), "type": "tool_call"}
+    return call
 
 
 def _block(part: dict[str, Any]) -> dict[str, Any]:

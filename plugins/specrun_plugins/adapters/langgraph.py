@@ -129,7 +129,9 @@ class GraphSession(Session):
         try:
             # Streamed, not ainvoke'd: when a node fails, the last state says what was done before.
             async for chunk in self.graph.astream(given, config, stream_mode="values", **extra):
-                state = chunk
+                # An interrupt comes with the state (newer LangGraph) or after it, alone (1.0).
+                alone = isinstance(chunk, dict) and isinstance(state, dict) and chunk.keys() == {"__interrupt__"}
+                state = {**state, **chunk} if alone else chunk
         except Exception as exc:
             detail = f": {exc}" if str(exc) else ""
             error = TargetError(f"agent error: {type(exc).__name__}{detail}")
@@ -151,10 +153,12 @@ class GraphSession(Session):
 
         from ._langchain import read_turn
 
-        found = state.get("messages") if isinstance(state, dict) else None
+        if not isinstance(state, dict) or "messages" not in state:
+            keys = ", ".join(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise TargetError(f"the graph's output after the run has no 'messages' (it has: {keys or 'nothing'})")
+        found = state["messages"]
         if not isinstance(found, list) or not all(isinstance(m, BaseMessage) for m in found):
-            kind = type(found).__name__ if isinstance(state, dict) else f"a {type(state).__name__} state"
-            raise TargetError(f"the graph's state after the run has no list of LangChain messages (found {kind})")
+            raise TargetError("the graph's 'messages' after the run are not a list of LangChain messages")
         self.history = found
         self.interrupted = self.checkpointed and bool(state.get("__interrupt__"))
         return read_turn([m for m in found if m.id not in known], turn, state)
