@@ -44,8 +44,8 @@ seeded = builder.compile(checkpointer=InMemorySaver())  # a thread with a conver
 seeded.invoke({"messages": [("user", "Find flights to Oslo")]}, {"configurable": {"thread_id": "earlier"}})
 
 
-def one_node(node, checkpointer=None):
-    made = StateGraph(MessagesState)
+def one_node(node, checkpointer=None, schema=MessagesState):
+    made = StateGraph(schema)
     made.add_node("node", node)
     made.add_edge(START, "node")
     return made.compile(checkpointer=checkpointer)
@@ -72,7 +72,18 @@ def blocks(state):
     return {"messages": [AIMessage(" ".join(said))]}
 
 
+class Answered(MessagesState):
+    structured_response: dict
+
+
+def answer(state):
+    bad = {"name": "search_flights", "args": "{destination: Oslo", "id": "b1", "error": "not JSON"}
+    return {"messages": [AIMessage("", invalid_tool_calls=[bad])], "structured_response": {"flights": 1}}
+
+
 hanging = one_node(hang)
+answering = one_node(answer, schema=Answered)
+silent = one_node(lambda state: {})
 approval = one_node(approve, InMemorySaver())
 configured = one_node(settings)
 attachments = one_node(blocks)
@@ -132,6 +143,18 @@ CASES: list[dict[str, Any]] = [
         "target": "python:more_graphs:react",
         "input": "Find flights to Lisbon",
         "assertions": [SEARCHED, {"type": "contains", "value": "TP1351"}],
+    },
+    {
+        "id": "structured",
+        "target": "python:more_graphs:answering",
+        "input": "hi",
+        "assertions": [{"type": "json_path", "path": "$.flights", "value": 1}],
+    },
+    {
+        "id": "silent",
+        "target": "python:more_graphs:silent",
+        "input": "hi",
+        "assertions": [{"type": "equals", "value": ""}],
     },
     {
         "id": "own-thread",
@@ -295,6 +318,27 @@ def test_a_prebuilt_react_agent_runs_the_same_way(run):
     assert [(c["name"], c["status"], c["step"]) for c in run["react-agent"]["tool_calls"]] == [
         ("search_flights", "ok", 1)
     ]
+
+
+def test_a_structured_response_is_the_output_and_a_call_the_model_garbled_failed(run):
+    result = run["structured"]
+    assert (result["status"], result["output"]) == ("passed", {"flights": 1})
+    assert result["tool_calls"] == [
+        {
+            "name": "search_flights",
+            "arguments": {"_raw": "{destination: Oslo"},
+            "result": "not JSON",
+            "id": "b1",
+            "status": "error",
+            "step": 1,
+            "turn": 1,
+        }
+    ]
+
+
+def test_a_turn_with_no_reply_says_so(run):
+    assert run["silent"]["warnings"] == ["the graph added no AI message this turn"]
+    assert run["silent"]["status"] == "passed" and "tool_calls" not in run["silent"]
 
 
 @pytest.mark.parametrize("case", ["given-history", "given-history-flat"])

@@ -7,6 +7,7 @@ LangGraph and LangChain are imported only inside the methods (the ``langgraph`` 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import uuid
 from typing import Any, ClassVar
@@ -135,7 +136,7 @@ class GraphSession(Session):
         except Exception as exc:
             detail = f": {exc}" if str(exc) else ""
             error = TargetError(f"agent error: {type(exc).__name__}{detail}")
-            if state is not None:
+            with contextlib.suppress(TargetError):  # a state that says nothing hides no error
                 error.response = self.read(state, known, turn)
             raise error from exc
         return self.read(state, known, turn)
