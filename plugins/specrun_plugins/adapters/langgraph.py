@@ -42,9 +42,9 @@ class LangGraphAdapter(Adapter):
             return False
         if "messages" not in agent.channels:
             outputs = agent.output_channels
-            keys = ", ".join([outputs] if isinstance(outputs, str) else outputs) or "none"
+            keys = ", ".join(k for k in ([outputs] if isinstance(outputs, str) else outputs) if k[:2] != "__")
             raise UsageError(
-                f"the LangGraph graph {agent.name!r} has no 'messages' key in its state (its keys: {keys});"
+                f"the LangGraph graph {agent.name!r} has no 'messages' key in its state (its keys: {keys or 'none'});"
                 " specrun gives it the conversation as state['messages'], as MessagesState keeps it"
             )
         return True
