@@ -76,6 +76,13 @@ def _span_label(span: dict[str, Any]) -> str:
     return f"tokens {' + '.join(str(t) for t in tokens)}" if tokens else ""
 
 
+def _span_ms(value: Any) -> str:
+    """A span's duration: spans are often shorter than a millisecond, which ``ms`` rounds away."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or value >= 1000:
+        return ms(value)
+    return f"{value:.2f}ms" if value < 10 else f"{value:.0f}ms"
+
+
 def trace_tree(trace: Any) -> str:
     """A recorded trace (``traces: otel``) as its span tree, each span with its duration."""
     spans = [s for s in _dict(trace).get("spans") or [] if isinstance(s, dict)]
@@ -99,7 +106,7 @@ def trace_tree(trace: Any) -> str:
             label = _span_label(span)
             below = items(span.get("span_id"), depth + 1) if span.get("span_id") is not None else ""
             out.append(
-                f'<li><code>{e(span.get("name"))}</code> <span class="meta">{e(ms(span.get("duration_ms")))}'
+                f'<li><code>{e(span.get("name"))}</code> <span class="meta">{e(_span_ms(span.get("duration_ms")))}'
                 f"{' · ' + e(label) if label else ''}</span>{mark}{below}</li>"
             )
         return f'<ul class="spans">{"".join(out)}</ul>' if out else ""
