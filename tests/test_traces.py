@@ -356,3 +356,14 @@ def test_without_the_otel_extra_traces_are_bad_input_naming_the_install(tmp_path
     done = run_cli(["suite.yaml"], tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "agent.yaml:2:" in done.stderr and "pip install 'specrun[otel]'" in done.stderr
+
+
+def test_the_python_example_passes_but_for_the_case_failing_on_purpose(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "traces" / "python"
+    done = run_cli(["suite.yaml", "-o", str(tmp_path / "out.jsonl")], example)
+    assert done.returncode == 1, done.stdout + done.stderr
+    got = results(tmp_path / "out.jsonl")
+    statuses = {case: got[case]["status"] for case in ("lamp", "greeting", "unicorn", "fails-on-purpose")}
+    assert statuses == {"lamp": "passed", "greeting": "passed", "unicorn": "passed", "fails-on-purpose": "failed"}
+    assert got["unicorn"]["tool_calls"][0]["status"] == "error"  # a sync agent: its thread has the case's context
+    assert got["fails-on-purpose"]["tool_calls"][0]["arguments"] == {"item": "chair"}
