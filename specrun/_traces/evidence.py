@@ -182,9 +182,11 @@ def apply(response: Response, spans: list[Span], turn: int) -> Response:
 
 
 def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_SHOWN_VALUE else value[:MAX_SHOWN_VALUE] + "…"
     if isinstance(value, bool | int | float) or value is None:
         return value
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= MAX_SHOWN_VALUE else text[:MAX_SHOWN_VALUE] + "…"
 
 
@@ -211,9 +213,11 @@ def record(spans: list[Span], root_id: int) -> tuple[list[dict[str, Any]], int]:
             item["status"] = _STATUS[span.status]
         if span.message:
             item["message"] = _shown(span.message)
-        if chars < MAX_RECORD_CHARS and span.attributes:
-            shown = {k: _shown(v) for k, v in list(span.attributes.items())[:MAX_SHOWN_ATTRIBUTES]}
-            chars += sum(len(k) + len(str(v)) for k, v in shown.items())
-            item["attributes"] = shown
+        attributes = span.attributes
+        if chars < MAX_RECORD_CHARS and attributes:
+            if len(attributes) > MAX_SHOWN_ATTRIBUTES:
+                attributes = dict(list(attributes.items())[:MAX_SHOWN_ATTRIBUTES])
+            item["attributes"] = {k: _shown(v) for k, v in attributes.items()}
+            chars += min(span.size, len(attributes) * (MAX_SHOWN_VALUE + 40))  # at most what was shown
         out.append(item)
     return out, left

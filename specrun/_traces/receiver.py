@@ -133,16 +133,17 @@ def _accepted(protobuf: bool, dropped: int) -> web.Response:
     """The OTLP success reply; a partial success names the spans dropped for specrun's limits."""
     from aiohttp import web
 
+    if not dropped:  # an empty ExportTraceServiceResponse: no bytes in protobuf, {} in JSON
+        return web.Response(body=b"", content_type=PROTOBUF[0]) if protobuf else web.json_response({})
     why = "over specrun's per-case or per-run span limits"
     if not protobuf:
-        partial = {"partialSuccess": {"rejectedSpans": str(dropped), "errorMessage": why}} if dropped else {}
-        return web.json_response(partial)
+        return web.json_response({"partialSuccess": {"rejectedSpans": str(dropped), "errorMessage": why}})
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTracePartialSuccess,
         ExportTraceServiceResponse,
     )
 
-    reply = ExportTraceServiceResponse()
-    if dropped:
-        reply.partial_success.CopyFrom(ExportTracePartialSuccess(rejected_spans=dropped, error_message=why))
+    reply = ExportTraceServiceResponse(
+        partial_success=ExportTracePartialSuccess(rejected_spans=dropped, error_message=why)
+    )
     return web.Response(body=reply.SerializeToString(), content_type=PROTOBUF[0])
