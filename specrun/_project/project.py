@@ -200,15 +200,16 @@ class Project:
 
     async def start_traces(self, agents: list[Agent]) -> None:
         """Listen for the spans of every traced agent before any case runs: a receiver port
-        that is in use is bad input, said now."""
-        addresses, traced = [], False
+        that is in use, or a tracer provider that is not the SDK's, is bad input, said now."""
+        addresses, traced, in_process = [], False, False
         for agent in agents:
             if agent.traces is not None:
                 traced = True
                 default = self.registry.get("target", agent.target.get("type", "")).trace_receiver
                 addresses.append(agent.traces.get("receiver") or default)
+                in_process = in_process or default is None
         if traced:
-            await self.tracing().start([address for address in addresses if address])
+            await self.tracing().start([address for address in addresses if address], in_process)
 
     def trace_summary(self) -> dict[str, Any]:
         """The run summary's ``traces`` counts, when an agent was traced."""

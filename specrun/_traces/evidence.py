@@ -203,7 +203,7 @@ def record(spans: list[Span], root_id: int) -> tuple[list[dict[str, Any]], int]:
     out = []
     for span in kept:
         item: dict[str, Any] = {
-            "name": span.name,
+            "name": _shown(span.name),
             "span_id": f"{span.span_id:016x}",
             "parent_id": None if span.parent_id in (0, root_id) else f"{span.parent_id:016x}",
             "start_ms": round((span.start - origin) / 1e6, 3),
@@ -217,7 +217,7 @@ def record(spans: list[Span], root_id: int) -> tuple[list[dict[str, Any]], int]:
         if chars < MAX_RECORD_CHARS and attributes:
             if len(attributes) > MAX_SHOWN_ATTRIBUTES:
                 attributes = dict(list(attributes.items())[:MAX_SHOWN_ATTRIBUTES])
-            item["attributes"] = {k: _shown(v) for k, v in attributes.items()}
+            item["attributes"] = {k[:MAX_SHOWN_VALUE]: _shown(v) for k, v in attributes.items()}
             chars += min(span.size, len(attributes) * (MAX_SHOWN_VALUE + 40))  # at most what was shown
         out.append(item)
     return out, left

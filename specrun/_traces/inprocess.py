@@ -58,8 +58,8 @@ def install(router: Router) -> None:
         provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
         raise UsageError(
-            f"traces: otel reads spans from the OpenTelemetry SDK's TracerProvider; this process's is a"
-            f" {type(provider).__module__}.{type(provider).__name__}"
+            "traces: otel reads spans from the OpenTelemetry SDK's TracerProvider, but the agent's code set"
+            f" {type(provider).__module__}.{type(provider).__name__} as the tracer provider"
         )
     if id(provider) not in _ON:
         provider.add_span_processor(_PROCESSOR)

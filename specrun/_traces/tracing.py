@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import replace
 from typing import Any
 
 from .._core.data import Context, Message, Response, TraceContext, parse_duration
 from .._core.errors import TargetError
 from .._core.kinds import Session, Target
+from .._models.limiter import CASE_DEADLINE
 from . import DEFAULT_GRACE, evidence
 from .collector import CaseTrace, Router
 from .receiver import Receiver, parse_address
@@ -58,9 +60,20 @@ class Tracing:
             self.receivers[(host, port)] = receiver
         return self.receivers[(host, port)]
 
-    async def start(self, addresses: list[str]) -> None:
-        """Listen on every address before any case runs (a busy port stops the run there)."""
+    def in_process(self) -> None:
+        """Collect this process's spans (``UsageError`` when its tracer provider is not the SDK's)."""
+        if not self._in_process:
+            from .inprocess import install
+
+            install(self.router)
+            self._in_process = True
+
+    async def start(self, addresses: list[str], in_process: bool = False) -> None:
+        """Listen on every address, and collect this process's spans when ``in_process``,
+        before any case runs: what cannot be done (a busy port) stops the run there."""
         try:
+            if in_process:
+                self.in_process()
             for address in addresses:
                 self.receiver(address)
             await self.serving()
@@ -83,14 +96,13 @@ class Tracing:
         address = traces.get("receiver") or target.trace_receiver
         receiver = self.receiver(address) if address else None
         in_process = target.trace_receiver is None
-        if in_process and not self._in_process:
-            from .inprocess import install
-
-            install(self.router)
-            self._in_process = True
+        if in_process:
+            self.in_process()
         trace_id, root_id = _new_id(128), _new_id(64)
         case = self.router.open(trace_id, root_id)
         endpoint = receiver.endpoint if receiver is not None else None
+        if context.trace is not None:  # a traced case's context lent to another agent (a simulator's): its own trace
+            context = replace(context)
         context.trace = TraceContext(f"{trace_id:032x}", f"{root_id:016x}", endpoint)
         try:
             inner = target.session(context)
@@ -120,6 +132,20 @@ class Tracing:
 
             uninstall(self.router)
             self._in_process = False
+
+
+async def _settle(case: CaseTrace, grace: float) -> None:
+    """Wait for the turn's late spans with the case's timeout paused (as a rate limiter's queue
+    pauses it): the agent has replied; waiting for its telemetry is specrun's doing."""
+    deadline, due = CASE_DEADLINE.get(), None
+    if deadline is not None and (when := deadline.when()) is not None and not deadline.expired():
+        deadline.reschedule(None)
+        due = when
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await case.settle(grace)  # cancelled: the deadline stays paused, the case is ending anyway
+    if deadline is not None and due is not None:
+        deadline.reschedule(due + loop.time() - started)
 
 
 class TracedSession(Session):
@@ -166,8 +192,8 @@ class TracedSession(Session):
                 from .inprocess import leave
 
                 leave(token)
-        if self.grace is not None:
-            await case.settle(self.grace)
+        if self.grace is not None and not case.complete:
+            await _settle(case, self.grace)
         return self._evidence(response, messages)
 
     def _evidence(self, response: Response, messages: list[Message]) -> Response:
