@@ -367,3 +367,17 @@ def test_the_python_example_passes_but_for_the_case_failing_on_purpose(tmp_path:
     assert statuses == {"lamp": "passed", "greeting": "passed", "unicorn": "passed", "fails-on-purpose": "failed"}
     assert got["unicorn"]["tool_calls"][0]["status"] == "error"  # a sync agent: its thread has the case's context
     assert got["fails-on-purpose"]["tool_calls"][0]["arguments"] == {"item": "chair"}
+
+
+def test_waiting_for_late_spans_never_times_a_case_out(tmp_path: Path) -> None:
+    """The agent replied in time; the grace for its spans is specrun's wait, not the agent's."""
+    (tmp_path / "bot.py").write_text("def answer(messages, ctx):\n    return 'hi'\n")
+    receiver = f"127.0.0.1:{free_port()}"
+    (tmp_path / "agent.yaml").write_text(
+        f"target: python:bot:answer\ntraces: {{type: otel, receiver: '{receiver}', grace: 200ms}}\n"
+    )
+    (tmp_path / "suite.yaml").write_text("defaults: {timeout: 100ms}\ncases:\n  - {id: a, input: hi}\n")
+    done = run_cli(["suite.yaml", "-o", "out.jsonl"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = results(tmp_path / "out.jsonl")["a"]
+    assert result["duration_ms"] >= 200 and "within 0.2s of the reply" in result["warnings"][0]
