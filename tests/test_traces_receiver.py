@@ -19,7 +19,7 @@ from specrun._traces import collector, evidence
 from specrun._traces.collector import Router
 from specrun._traces.receiver import Receiver
 from specrun._traces.spans import Span
-from specrun.viewer.transcript import trace_tree
+from specrun.viewer.transcript import repetition, trace_tree
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 
@@ -201,3 +201,5 @@ def test_the_recorded_trace_is_bounded_and_the_viewer_shows_its_tree(monkeypatch
     assert html.startswith('<h4>Trace (4 spans)</h4><ul class="spans"><li><code>s0</code>')
     assert "0.50ms" in html and '<ul class="spans"><li><code>s1</code>' in html and "7 more spans not kept" in html
     assert "again&lt;b&gt;" in html and "<b>" not in html  # a reused span id: each span once, escaped
+    shown = repetition({"status": "passed", "output": "ok", "trace": {"trace_id": "t", "spans": recorded[:2]}})
+    assert "<h4>Trace (2 spans)</h4>" in shown  # a case's transcript in the viewer
