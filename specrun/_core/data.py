@@ -379,10 +379,56 @@ class Suite:
 
 
 @dataclass
+class TraceContext:
+    """The case's trace, when its agent file says ``traces: otel`` (``Context.trace``): the W3C
+    trace context the agent's spans join, and where an agent in another process sends them.
+
+    A target passes ``traceparent`` on (the ``http`` target as a header) or the whole of
+    ``environment()`` (the ``process`` target); spans of ``trace_id`` are the case's evidence
+    (docs/targets.md, "Traces"). ``spans`` is the trace as the result records it, set when
+    the case's session closes.
+    """
+
+    trace_id: str  # 32 lowercase hex digits
+    span_id: str  # 16: the case's root span, the parent of the agent's first spans
+    endpoint: str | None = None  # specrun's OTLP/HTTP receiver (http://127.0.0.1:PORT); None: none listens
+    spans: list[dict[str, Any]] | None = None
+    dropped: int = 0  # spans of the case's trace beyond what is kept
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C ``traceparent`` header value: version 00, sampled."""
+        return f"00-{self.trace_id}-{self.span_id}-01"
+
+    @property
+    def traces_endpoint(self) -> str | None:
+        """The receiver's traces URL (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), or None."""
+        return f"{self.endpoint}/v1/traces" if self.endpoint else None
+
+    def environment(self) -> dict[str, str]:
+        """The variables that point an OpenTelemetry SDK in another process at this trace:
+        ``TRACEPARENT`` and, with a receiver, ``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+        ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``."""
+        env = {"TRACEPARENT": self.traceparent}
+        if self.endpoint:
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.endpoint
+            env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{self.endpoint}/v1/traces"
+        return env
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result record's ``trace``: the trace id and the kept spans."""
+        data: dict[str, Any] = {"trace_id": self.trace_id, "spans": self.spans or []}
+        if self.dropped:
+            data["dropped"] = self.dropped
+        return data
+
+
+@dataclass
 class Context:
     """What a target, hook or assertion knows of the case it serves: its environment (V1's
     TestEnvironment: user, team, locale, client type and IP, referer, accept), its options and
-    metadata, and ``extra`` (the other keys of ``--ctx``)."""
+    metadata, ``extra`` (the other keys of ``--ctx``) and, when its agent is traced, ``trace``.
+    """
 
     case_id: str
     user: str = DEFAULT_USER
@@ -396,6 +442,7 @@ class Context:
     client_ip: str = ENVIRONMENT_DEFAULTS["client_ip"]
     referer: str = ENVIRONMENT_DEFAULTS["referer"]
     accept: str = ENVIRONMENT_DEFAULTS["accept"]
+    trace: TraceContext | None = None  # set by specrun for an agent with ``traces:`` on
 
     def to_dict(self) -> dict[str, Any]:
         # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.
@@ -419,6 +466,7 @@ class Agent:
     path: Path | None = None
     extra_hook_dirs: list[Path] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
+    traces: dict[str, Any] | None = None  # ``traces:`` of the agent file, as a mapping with ``type``
 
     @property
     def hook_dirs(self) -> list[Path]:

@@ -160,6 +160,7 @@ class Target(Plugin):
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
+    trace_receiver: ClassVar[str | None] = "127.0.0.1:4318"  # traces: otel: where its spans go (docs/plugins.md)
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):

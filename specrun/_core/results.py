@@ -166,6 +166,8 @@ class Result:
             data["total_turns"] = len(self.turns)
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.context is not None and self.context.trace is not None and self.context.trace.spans is not None:
+            data["trace"] = self.context.trace.to_dict()  # the agent's span tree (traces: otel)
         if self.cached:
             data["cached"] = True
         if self.flaky:

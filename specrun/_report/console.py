@@ -322,6 +322,8 @@ class ConsoleReport:
         if self.flaky:
             shown = ", ".join(clean(case, 60) for case in list(self.flaky)[:10])
             rows.append(("Flaky", shown + (f" (+{len(self.flaky) - 10})" if len(self.flaky) > 10 else "")))
+        if summary.get("traces"):
+            rows.append(("Traces", _traces(summary["traces"])))
         if self.cached:
             rows.append(("Cached", f"{self.cached} result{'s' * (self.cached != 1)} judged from the model cache"))
         for path in self.output_paths:
@@ -340,3 +342,16 @@ class ConsoleReport:
             self.console.file.flush()
         except BrokenPipeError:
             self._reader_gone()
+
+
+def _traces(counts: dict[str, Any]) -> str:
+    """The run's spans (``traces: otel``), and what the receiver could not use, when any."""
+    said = [f"{counts.get('spans', 0)} spans"]
+    for key, what in (
+        ("rejected", "OTLP requests rejected (malformed or too large)"),
+        ("unmatched", "spans of no running case (late, or not of a case's trace)"),
+        ("dropped", "spans dropped (over the per-case or per-run limits)"),
+    ):
+        if counts.get(key):
+            said.append(f"{counts[key]} {what}")
+    return "; ".join(said)

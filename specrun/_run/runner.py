@@ -397,9 +397,8 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
-        session = target.session(ctx)
+        session = self.project.session(job.agent, ctx, self.connector_for(case))  # traced when the agent says
         try:
             if case.dynamic:
                 from .conversation import run_conversation
@@ -480,7 +479,7 @@ class Runner:
         are built from the stream, and say so instead of looking complete.
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        summary = {"type": "summary", **summary, "not_run": scheduled - self.done}
+        summary = {"type": "summary", **summary, "not_run": scheduled - self.done, **self.project.trace_summary()}
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure

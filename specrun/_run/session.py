@@ -211,6 +211,8 @@ class RunSession:
             self.models.preload(self.model_uses())
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
+        if self.options.executor == "local":  # elsewhere, each worker listens for its own cases' spans
+            await self.project.start_traces(plan.pairs.used_agents())  # a busy receiver port: before any case
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         recorder = self._recorder(plan, jobs, stream.path)
         environment = self.runner.environment()

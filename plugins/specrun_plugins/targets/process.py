@@ -322,6 +322,7 @@ class ProcessTarget(Target):
     """Starts ``command`` once per case and talks to it over stdin/stdout."""
 
     name = "process"
+    trace_receiver = "127.0.0.1:0"  # traces: otel: a free port, given to the agent in its environment
     env_fields = ("env",)
     command_param = "command"  # the target of an agent given as a command (specrun.testing)
     description = "A CLI agent over stdin/stdout: one process per case, replies end at a prompt."
@@ -385,7 +386,12 @@ class ProcessTarget(Target):
                 yield "command", f"program {program!r} not found"
 
     def process(self, context: Context) -> AgentProcess:
-        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables."""
+        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables. A
+        traced case's agent also gets ``context.trace.environment()`` (``TRACEPARENT`` and the
+        OTLP endpoints, over ``env``) and, unless ``env`` says, OTLP/HTTP protobuf as the
+        protocol and batches exported every 100 ms (so spans arrive within the grace)."""
+        trace = context.trace.environment() if context.trace is not None else {}
+        defaults = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "100"} if trace else {}
         env = {
             "SPECRUN_CASE_ID": context.case_id,
             "SPECRUN_USER": context.user,
@@ -396,7 +402,9 @@ class ProcessTarget(Target):
             "SPECRUN_REFERER": context.referer,
             "SPECRUN_ACCEPT": context.accept,
             "SPECRUN_RUN": str(context.run),
+            **defaults,
             **self.env,
+            **trace,
         }
         return AgentProcess(
             self.argv, cwd=self.cwd, env=env, prompt=self.prompt, read_timeout=self.read_timeout, grace=self.grace
