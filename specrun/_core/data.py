@@ -371,6 +371,7 @@ class Suite:
     name: str | None = None
     target: str | dict[str, Any] | None = None
     targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
+    samples: int | None = None  # judge calls per judge assertion of its cases (specrun._judges.samples)
     generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property

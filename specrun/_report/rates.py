@@ -1,0 +1,121 @@
+"""Rates and how far to trust them: percentages, 95% Wilson intervals, McNemar's exact test, and
+the agreement of a judge's samples. Definitions are in ``docs/reports.md``.
+
+**Wilson interval** (a pass rate of k in n): the score interval of the binomial proportion. Unlike
+``p ± 1.96·sqrt(p(1-p)/n)`` it never leaves 0-100% and is not zero-width at 0 or n of n, which
+is where small runs live (3 of 3 passed is 43.9-100%, not 100 ± 0).
+
+**McNemar's exact test** (two runs of the same cases): only the discordant cases say anything
+about a change, those that passed in one run and not the other (``b`` and ``c``). Under "no
+change" each is as likely to go one way as the other, so ``b`` is Binomial(b + c, 1/2); the
+two-sided p-value is twice the smaller tail. The exact test is used at every count: the
+chi-square form is an approximation that is poor below about 25 discordant cases (the usual case
+for a suite), and computing the exact tail is cheap at any size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
+ALPHA = 0.05  # a change with p below this is "larger than chance"
+
+
+def rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def percent(part: int, whole: int) -> float | None:
+    """``part`` of ``whole`` in percent to one decimal; None of nothing."""
+    return round(100.0 * part / whole, 1) if whole else None
+
+
+def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval of ``successes`` in ``trials`` as fractions; None without trials."""
+    if trials <= 0:
+        return None
+    p = successes / trials
+    shrink = 1 + z * z / trials
+    center = (p + z * z / (2 * trials)) / shrink
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / shrink
+    # at 0 or n of n the bound is exactly 0 or 1; computed, it may miss by a rounding error
+    low = 0.0 if successes == 0 else max(0.0, center - half)
+    high = 1.0 if successes == trials else min(1.0, center + half)
+    return low, high
+
+
+def wilson_pct(successes: int, trials: int) -> list[float] | None:
+    """``wilson`` in percent to one decimal, as reports store it: ``[low, high]``."""
+    interval = wilson(successes, trials)
+    return None if interval is None else [round(100 * interval[0], 1), round(100 * interval[1], 1)]
+
+
+def interval_text(interval: Any) -> str:
+    """``[low, high]`` (percent) as ``95% CI 43.9-100.0%`` (an en dash); empty for none."""
+    if not (isinstance(interval, list | tuple) and len(interval) == 2):
+        return ""
+    low, high = interval
+    return f"95% CI {low:.1f}–{high:.1f}%"
+
+
+def rate_text(successes: int, trials: int) -> str:
+    """``66.7% (95% CI 20.8-93.9%, 3 runs)`` (an en dash in the range); ``-`` without trials."""
+    rate, interval = percent(successes, trials), wilson_pct(successes, trials)
+    if rate is None:
+        return "-"
+    return f"{rate:.1f}% ({interval_text(interval)}, {trials} run{'s' * (trials != 1)})"
+
+
+def summary_runs(summary: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The runs that passed and the runs that reached a verdict or an error, from a summary."""
+    counts = [summary.get(k) for k in ("runs_passed", "runs_failed", "runs_errors")]
+    whole = [n for n in counts if isinstance(n, int) and not isinstance(n, bool)]
+    return (whole[0], sum(whole)) if len(whole) == 3 else None
+
+
+def mcnemar(b: int, c: int) -> float:
+    """The two-sided p-value of McNemar's exact test: ``b`` cases passed only in one run, ``c``
+    only in the other (see the module docstring)."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    low = min(b, c)
+    if 2 * low == n:
+        return 1.0
+    log_half = n * math.log(0.5)
+    top = math.lgamma(n + 1)
+    tail = math.fsum(math.exp(top - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half) for i in range(low + 1))
+    return min(1.0, 2 * tail)
+
+
+# -- a judge's samples ------------------------------------------------------------------------
+
+
+def agreement(assertion: Any) -> dict[str, int] | None:
+    """The agreement of a judge assertion's samples (``details.agreement`` of its record), if it sampled."""
+    details = assertion.get("details") if isinstance(assertion, dict) else None
+    found = details.get("agreement") if isinstance(details, dict) else None
+    return found if isinstance(found, dict) and isinstance(found.get("samples"), int) else None
+
+
+def disagreed(record: Mapping[str, Any]) -> bool:
+    """Some judge of this result asked several samples and they did not all say the same."""
+    for assertion in record.get("assertions") or ():
+        found = agreement(assertion)
+        if found is not None and max(found.get("passed", 0), found.get("failed", 0)) < found["samples"]:
+            return True
+    return False
+
+
+def sample_lines(assertion: Any) -> list[str]:
+    """One line per sample of a judge assertion that sampled: ``sample 2: failed (score 0.2): why``."""
+    if agreement(assertion) is None:
+        return []
+    lines = []
+    for s in assertion["details"].get("samples") or ():
+        if isinstance(s, dict):
+            score = f" (score {s['score']:g})" if isinstance(s.get("score"), int | float) else ""
+            lines.append(f"sample {s.get('sample')}: {s.get('status')}{score}: {s.get('reason') or ''}".rstrip(": "))
+    return lines
