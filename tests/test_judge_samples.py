@@ -17,6 +17,7 @@ from specrun._judges.assertions.match import Match
 from specrun._models.client import ModelClient
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._run.verdicts import evaluate
+from specrun.viewer.transcript import repetition
 
 PASS = {"content": {"passed": True, "score": 0.9, "reason": "names Paris"}}
 FAIL = {"content": {"passed": False, "score": 0.2, "reason": "names Lyon"}}
@@ -185,27 +186,54 @@ def test_samples_must_be_a_whole_number_from_1_to_100(tmp_path):
     assert proc.returncode == 2 and "specrun.yaml:1:10: samples: 0 is less than the minimum of 1" in proc.stderr
 
 
-def test_samples_through_the_cli_reach_the_stream_and_the_console(judge, tmp_path):
-    judge.responder = lambda body: PASS if len(judge.requests) % 3 else FAIL  # every third reply fails
+def by_criteria(passes: dict[str, int]):
+    """A judge that passes the first ``passes[criteria]`` of the samples it is asked, then fails."""
+    asked: dict[str, int] = {}
+
+    def respond(body):
+        criteria = body["messages"][1]["content"].split("\n")[1]
+        asked[criteria] = asked.get(criteria, 0) + 1
+        return PASS if asked[criteria] <= passes[criteria] else FAIL
+
+    return respond
+
+
+def test_samples_through_the_cli_reach_the_stream_the_console_and_the_reports(judge, tmp_path):
     (tmp_path / "specrun.yaml").write_text(
         f"model: openai/gpt-4o-mini\nsamples: 3\nmodel_params: {{api_base: '{judge.base_url}', api_key: k}}\n"
     )
     (tmp_path / "bot.py").write_text("def answer(messages, ctx):\n    return 'Paris.'\n")
     (tmp_path / "agent.yaml").write_text("target: python:bot:answer\n")
     (tmp_path / "suite.yaml").write_text(
-        "cases:\n  - id: capital\n    input: Capital of France?\n    assertions:\n      - {type: llm, criteria: c}\n"
+        "cases:\n"
+        "  - {id: capital, input: Capital of France?, assertions: [{type: llm, criteria: mostly yes}]}\n"
+        "  - {id: city, input: Largest city?, assertions: [{type: llm, criteria: mostly no}]}\n"
+        "  - {id: sure, input: Capital?, assertions: [{type: llm, criteria: sure, samples: 1}]}\n"
     )
+    outputs = ["-o", "out.jsonl", "-o", "out.json", "-o", "out.md", "-o", "out.html"]
     try:
-        proc = run_cli(["suite.yaml", "-o", "out.jsonl", "-o", "out.json", "-o", "out.md", "-v"], tmp_path)
+        judge.responder = by_criteria({"mostly yes": 2, "mostly no": 1, "sure": 1})
+        proc = run_cli(["suite.yaml", *outputs, "-v"], tmp_path)
     finally:
         judge.responder = None
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[1])
-    assertion = record["assertions"][0]
-    assert assertion["details"]["agreement"] == {"passed": 2, "failed": 1, "undecided": 0, "samples": 3}
-    assert "llm: 2/3 passed" in proc.stdout
-    assert "[uncertain]" in proc.stdout and "Uncertain: capital" in proc.stdout
-    assert json.loads((tmp_path / "out.json").read_text())["summary"]["uncertain_cases"] == 1
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert len(judge.requests) == 7  # 3 + 3 + the one sample `sure` asks for
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    record = {r.get("id"): r for r in lines if r["type"] == "result"}
+    assert record["capital"]["assertions"][0]["details"]["agreement"] == {
+        "passed": 2,
+        "failed": 1,
+        "undecided": 0,
+        "samples": 3,
+    }
+    assert "✓ llm: 2/3 passed: names Paris" in proc.stdout and "✗ llm: 1/3 passed: names Lyon" in proc.stdout
+    assert proc.stdout.count("[uncertain]") == 2 and "Uncertain: capital, city" in proc.stdout
+    assert json.loads((tmp_path / "out.json").read_text())["summary"]["uncertain_cases"] == 2
     markdown = (tmp_path / "out.md").read_text()
-    assert "| Uncertain cases (a judge's samples disagreed) | 1 |" in markdown
+    assert "| Uncertain cases (a judge's samples disagreed) | 2 |" in markdown
     assert "· uncertain: a judge's samples disagreed" in markdown
+    assert "- **llm** failed: 1/3 passed: names Lyon" in markdown
+    assert markdown.count("  - sample ") == 3 and "failed (score 0.2): names Lyon" in markdown
+    assert "passed (score 0.9): names Paris</div>" in (tmp_path / "out.html").read_text()
+    shown = repetition(record["city"])  # the viewer's transcript of a run
+    assert "1/3 passed: names Lyon" in shown and shown.count('class="judge sample"') == 3

@@ -25,7 +25,7 @@ from .._core.data import format_duration, to_json
 from .._core.redact import redact
 from .._core.results import Result, RunInfo
 from .display import terminal_line, terminal_text
-from .rates import disagreed, interval_text, rate_text, summary_runs
+from .rates import disagreed, interval_text, summary_rate_text
 from .stability import verdict
 
 RULE = "═" * 63
@@ -286,7 +286,7 @@ class ConsoleReport:
         ms = [agents[n]["avg_duration_ms"] for n in names]
         latency = ["-" if v is None else format_duration(v / 1000) for v in ms]
         costs = ["-" if agents[n]["cost"] is None else f"${agents[n]['cost']:.4f}" for n in names]
-        ci = [interval_text(agents[n].get("pass_rate_ci")).removeprefix("95% CI ") or "-" for n in names]
+        ci = [interval_text(agents[n].get("pass_rate_ci"), False) or "-" for n in names]
         for label, values in (("pass rate", rates), ("95% CI", ci), ("latency", latency), ("cost", costs)):
             self._line(f"  {label:<24}", *(f" {v:>{width}}" for v in values))
 
@@ -318,9 +318,8 @@ class ConsoleReport:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
             total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
-            runs = summary_runs(summary)
-            changed = {"Total": total, **({"Pass Rate": rate_text(*runs)} if runs and runs[1] else {})}
-            rows = [(k, changed.get(k, v)) for k, v in rows]
+            rate = summary_rate_text(summary)  # with the interval of the rate of runs
+            rows = [(k, total if k == "Total" else rate if k == "Pass Rate" and rate != "-" else v) for k, v in rows]
             failing = summary.get("consistently_failing_cases")  # not unstable: 0 of N is consistent
             rows += [
                 ("Stable", summary.get("stable_cases")),

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal distribution
 ALPHA = 0.05  # a change with p below this is "larger than chance"
+_EXACT_INTEGERS = 5000  # discordant cases up to which McNemar's tail is summed in integers
 
 
 def rounded(value: float | None, digits: int) -> float | None:
@@ -52,12 +54,13 @@ def wilson_pct(successes: int, trials: int) -> list[float] | None:
     return None if interval is None else [round(100 * interval[0], 1), round(100 * interval[1], 1)]
 
 
-def interval_text(interval: Any) -> str:
-    """``[low, high]`` (percent) as ``95% CI 43.9-100.0%`` (an en dash); empty for none."""
+def interval_text(interval: Any, label: bool = True) -> str:
+    """``[low, high]`` (percent) as ``95% CI 43.9-100.0%`` (an en dash; without ``label``, the
+    bounds alone); empty for none."""
     if not (isinstance(interval, list | tuple) and len(interval) == 2):
         return ""
     low, high = interval
-    return f"95% CI {low:.1f}–{high:.1f}%"
+    return f"{'95% CI ' if label else ''}{low:.1f}–{high:.1f}%"
 
 
 def rate_text(successes: int, trials: int) -> str:
@@ -75,19 +78,73 @@ def summary_runs(summary: Mapping[str, Any]) -> tuple[int, int] | None:
     return (whole[0], sum(whole)) if len(whole) == 3 else None
 
 
+def summary_rate_text(summary: Mapping[str, Any]) -> str:
+    """A summary's pass rate of runs with its interval (``rate_text``); ``-`` when it has none."""
+    runs = summary_runs(summary)
+    return rate_text(*runs) if runs else "-"
+
+
 def mcnemar(b: int, c: int) -> float:
     """The two-sided p-value of McNemar's exact test: ``b`` cases passed only in one run, ``c``
     only in the other (see the module docstring)."""
     n = b + c
-    if n == 0:
-        return 1.0
     low = min(b, c)
-    if 2 * low == n:
+    if n == 0 or 2 * low == n:
         return 1.0
-    log_half = n * math.log(0.5)
-    top = math.lgamma(n + 1)
+    if n <= _EXACT_INTEGERS:  # the tail as a ratio of integers, rounded once
+        term = total = 1
+        for i in range(1, low + 1):
+            term = term * (n - i + 1) // i  # C(n, i) from C(n, i - 1)
+            total += term
+        return min(1.0, 2 * total / 2**n)
+    # Beyond, the same sum in logarithms (2**n overflows a float, the integers grow slow)
+    top, log_half = math.lgamma(n + 1), n * math.log(0.5)
     tail = math.fsum(math.exp(top - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half) for i in range(low + 1))
     return min(1.0, 2 * tail)
+
+
+@dataclass
+class Paired:
+    """The cases two runs both ran (skipped in neither), by where they passed, for McNemar's test."""
+
+    both: int = 0
+    old_only: int = 0  # passed in the old run only: b
+    new_only: int = 0  # passed in the new run only: c
+    neither: int = 0
+
+    def add(self, old_passed: bool, new_passed: bool) -> None:
+        if old_passed and new_passed:
+            self.both += 1
+        elif old_passed:
+            self.old_only += 1
+        elif new_passed:
+            self.new_only += 1
+        else:
+            self.neither += 1
+
+    @property
+    def cases(self) -> int:
+        return self.both + self.old_only + self.new_only + self.neither
+
+    @property
+    def p_value(self) -> float:
+        return mcnemar(self.old_only, self.new_only)
+
+    @property
+    def beyond_chance(self) -> bool:
+        """The change is larger than chance: McNemar's exact p below ``ALPHA`` (0.05)."""
+        return self.p_value < ALPHA
+
+    def text(self) -> str:
+        """The test in one sentence, for ``specrun diff`` and the viewer's compare."""
+        if not self.cases:
+            return "Paired test: no case ran in both runs, so there is nothing to compare."
+        how = "larger than chance" if self.beyond_chance else "within chance"
+        return (
+            f"Paired test (McNemar's exact test on the verdicts of the {self.cases} cases both runs ran): "
+            f"{self.old_only} passed only in OLD, {self.new_only} only in NEW; p = {self.p_value:.3g}, "
+            f"so the change is {how} (p {'<' if self.beyond_chance else '≥'} {ALPHA:g})."
+        )
 
 
 # -- a judge's samples ------------------------------------------------------------------------

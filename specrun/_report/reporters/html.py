@@ -170,7 +170,7 @@ def _cards(report: Report) -> str:
     ]
     runs = summary_runs(s) if report.multi else None
     if runs and runs[1]:  # with --runs, the interval of the rate of runs
-        cards.insert(6, ("Pass rate, 95% CI", interval_text(wilson_pct(*runs)).removeprefix("95% CI "), ""))
+        cards.insert(6, ("Pass rate, 95% CI", interval_text(wilson_pct(*runs), False), ""))
     if s.get("uncertain_cases"):
         cards.append(("Uncertain (a judge's samples disagreed)", s["uncertain_cases"], "c-error"))
     if report.multi:
@@ -223,7 +223,7 @@ def _charts(listed: list[CaseStats]) -> str:
 
 
 def _ci(interval: Any) -> str:
-    return interval_text(interval).removeprefix("95% CI ") or "-"
+    return interval_text(interval, False) or "-"
 
 
 def _agents(report: Report) -> str:

@@ -107,7 +107,7 @@ def _agents_section(report: Report) -> list[str]:
 
 
 def _ci(interval: Any) -> str:
-    return md_text(interval_text(interval).removeprefix("95% CI ")) or "-"
+    return md_text(interval_text(interval, False)) or "-"
 
 
 def _assertions(record: dict[str, Any], limit: int) -> list[str]:
