@@ -25,7 +25,7 @@ from .._core.data import format_duration, to_json
 from .._core.redact import redact
 from .._core.results import Result, RunInfo
 from .display import terminal_line, terminal_text
-from .rates import disagreed, interval_text, summary_rate_text
+from .rates import disagreed, interval_text, pair_lines, summary_rate_text
 from .stability import verdict
 
 RULE = "═" * 63
@@ -341,6 +341,13 @@ class ConsoleReport:
                 self._line(f"  {label + ':':<11}", clean(value))
         if self._cells is not None and summary.get("agents") and any(len(c) > 1 for c in self._cells.values()):
             self._print_matrix(summary["agents"])
+        pairs = pair_lines(summary.get("pairwise"))  # the pairwise judge's tally, per pair of agents
+        if pairs:
+            self._line(THIN)
+            self._line(" Pairwise (a win counts when both orders agree)")
+            self._line(THIN)
+            for line in pairs:
+                self._line("  ", clean(line))
         self._line(RULE)
         outcome, label = verdict(summary)  # the exit code is read from the same verdict
         text, style = BANNERS[outcome]

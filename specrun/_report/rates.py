@@ -176,3 +176,29 @@ def sample_lines(assertion: Any) -> list[str]:
             score = f" (score {s['score']:g})" if isinstance(s.get("score"), int | float) else ""
             lines.append(f"sample {s.get('sample')}: {s.get('status')}{score}: {s.get('reason') or ''}".rstrip(": "))
     return lines
+
+
+# -- the pairwise judge's tally (specrun._judges.pairwise) ----------------------------------------
+
+
+def pair_lines(pairwise: Mapping[str, Any] | None) -> list[str]:
+    """The summary's ``pairwise`` in lines of text, one per pair of agents, for the console and the reports."""
+    if not isinstance(pairwise, Mapping):
+        return []
+    if pairwise.get("skipped"):
+        return [f"not judged: {pairwise['skipped']}"]
+    lines = []
+    for p in pairwise.get("pairs") or ():
+        a, b = p["agents"]
+        decided = p["wins"] + p["ties"] + p["losses"]
+        line = f"{a} vs {b}: {a} won {p['wins']}, tied {p['ties']}, lost {p['losses']} of {decided} compared"
+        if decided:
+            line += (
+                f" ({a} wins {p['win_rate']:.1f}%, {interval_text(p['win_rate_ci'])}; "
+                f"{b} wins {p['loss_rate']:.1f}%, {interval_text(p['loss_rate_ci'])})"
+            )
+        if p["undecided"]:
+            first = next((c["reason"] for c in p["comparisons"] if c["winner"] is None), "")
+            line += f"; {p['undecided']} undecided: {first}"
+        lines.append(line)
+    return lines

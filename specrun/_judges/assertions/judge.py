@@ -45,7 +45,8 @@ def reply_format(threshold: float) -> str:
     )
 
 
-def _conversation(messages: list[Message]) -> list[dict[str, Any]]:
+def conversation_data(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation as a judge reads it: role and text, attachments named."""
     turns = []
     for message in messages:
         turn: dict[str, Any] = {"role": message.role, "content": message.text}
@@ -64,7 +65,7 @@ def judge_prompt(check: Check, criteria: str, threshold: float, expected: Any = 
         text = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
         parts.append(f"REFERENCE ANSWER:\n{text}")
     material = {
-        "conversation": _conversation(_messages(check)),
+        "conversation": conversation_data(_messages(check)),
         "tool_calls": [c.to_dict() for c in check.response.tool_calls],
         "response": check.response.content,
     }

@@ -21,7 +21,7 @@ import json
 from html import escape
 from typing import IO, Any
 
-from ..rates import interval_text, sample_lines, summary_runs, wilson_pct
+from ..rates import interval_text, pair_lines, sample_lines, summary_runs, wilson_pct
 from ..stability import CaseStats
 from ._common import (
     LABELS,
@@ -419,6 +419,10 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
     listed = failures_first(report.cases)  # as the viewer lists a run: what needs a look first
+    pairs = "".join(f"<li>{e(line)}</li>" for line in pair_lines(report.summary.get("pairwise")))
+    if pairs:
+        note = "A win counts when the judge named it in both orders; otherwise a tie."
+        out.write(f'<section id="pairwise"><h2>Pairwise</h2><p class="meta">{note}</p><ul>{pairs}</ul></section>\n')
     out.write(_agents(report) + _charts(listed) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ..display import md_block, md_text
-from ..rates import interval_text, rate_text, sample_lines, summary_runs, wilson_pct
+from ..rates import interval_text, pair_lines, rate_text, sample_lines, summary_runs, wilson_pct
 from ..stability import CaseStats
 from ._common import (
     ICONS,
@@ -228,6 +228,10 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         rows = [(md_text(names.get(k, k)), md_text(v)) for k, v in env.items()]
         lines += ["## Environment", "", *_table(rows, ("Setting", "Value"))]
     lines += _agents_section(report)
+    pairs = pair_lines(report.summary.get("pairwise"))
+    if pairs:
+        lines += ["## Pairwise", "", "A win counts when the judge named it in both orders; otherwise a tie.", ""]
+        lines += [f"- {md_text(line)}" for line in pairs] + [""]
     if report.multi:
         lines += _stability_table(report)
     lines += ["## Results", ""]
