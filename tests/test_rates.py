@@ -86,3 +86,19 @@ def test_the_summary_and_the_agents_carry_intervals(tmp_path):
     assert summary["overall_pass_rate_ci"] == [20.8, 93.9]
     assert scan(path).aggregator.cases()[0].to_dict()["pass_rate_ci"] == [20.8, 93.9]
     assert json.dumps(summary)  # strict JSON, as the reports write it
+
+
+def test_a_hand_edited_report_shows_no_interval_rather_than_a_traceback(tmp_path):
+    (tmp_path / "old.json").write_text(
+        '{"results": [{"id": "a", "status": "passed", "runs": 3, "pass_rate": 150.0}],'
+        ' "summary": {"runs_passed": -3, "runs_failed": 1, "runs_errors": 0}}'
+    )
+    agreement = '{"passed": "x", "failed": 1, "undecided": 0, "samples": 3}'
+    (tmp_path / "new.jsonl").write_text(
+        '{"type": "result", "id": "a", "status": "passed", "run": 1, "assertions": [{"type": "llm", '
+        f'"status": "passed", "details": {{"agreement": {agreement}}}}}]}}\n{{"type": "summary"}}\n'
+    )
+    proc = run_cli(["diff", "old.json", "new.jsonl"], tmp_path)
+    assert proc.returncode == 1 and not proc.stderr, proc.stderr
+    assert "| Pass rate, 95% CI | - | 20.7–100.0% (1 run) | |" in proc.stdout
+    assert "| a | passed (150.0%) | passed |" in proc.stdout

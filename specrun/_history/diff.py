@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._report.display import md_text
-from .._report.rates import Paired, interval_text, summary_runs, wilson_pct
+from .._report.rates import Paired, interval_of, summary_runs
 from .report_loading import Outcome, Side, load_side
 
 __all__ = ["Change", "Comparison", "Outcome", "Side", "compare_files", "compare_sides", "load_side", "to_markdown"]
@@ -229,7 +229,7 @@ def _totals(c: Comparison) -> list[str]:
     rates = [f"{r:.1f}%" if r is not None else "-" for r in (rate_a, rate_b)]
     lines.append(f"| Pass rate | {rates[0]} | {rates[1]} | {_signed(rate_d, '{:+.1f} pp')} |")
     runs = [summary_runs(old), summary_runs(new)]
-    cis = [interval_text(wilson_pct(*r), False) + f" ({r[1]} runs)" if r and r[1] else "-" for r in runs]
+    cis = [interval_of(*r) if r else "-" for r in runs]
     lines.append(f"| Pass rate, 95% CI | {md_text(cis[0])} | {md_text(cis[1])} | |")
     lines.append(f"| Duration | {_ms(dur_a)} | {_ms(dur_b)} | {dur_d} |")
     if cost_a is not None or cost_b is not None:

@@ -45,7 +45,7 @@ class Outcome:
         if self.runs <= 1 or self.pass_rate is None:
             return self.status
         interval = interval_text(wilson_pct(round(self.pass_rate * self.runs / 100), self.runs))
-        return f"{self.status} ({self.pass_rate:.1f}%, {interval})"
+        return f"{self.status} ({self.pass_rate:.1f}%" + (f", {interval})" if interval else ")")
 
 
 @dataclass

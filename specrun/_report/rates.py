@@ -35,8 +35,9 @@ def percent(part: int, whole: int) -> float | None:
 
 
 def wilson(successes: int, trials: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``successes`` in ``trials`` as fractions; None without trials."""
-    if trials <= 0:
+    """The Wilson score interval of ``successes`` in ``trials`` as fractions; None without trials
+    (or for counts that are no proportion, as a hand-edited report may hold)."""
+    if trials <= 0 or not 0 <= successes <= trials:
         return None
     p = successes / trials
     shrink = 1 + z * z / trials
@@ -63,12 +64,22 @@ def interval_text(interval: Any, label: bool = True) -> str:
     return f"{'95% CI ' if label else ''}{low:.1f}–{high:.1f}%"
 
 
+def runs_text(count: int, what: str = "run") -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
+
+
 def rate_text(successes: int, trials: int) -> str:
     """``66.7% (95% CI 20.8-93.9%, 3 runs)`` (an en dash in the range); ``-`` without trials."""
     rate, interval = percent(successes, trials), wilson_pct(successes, trials)
-    if rate is None:
+    if rate is None or interval is None:
         return "-"
-    return f"{rate:.1f}% ({interval_text(interval)}, {trials} run{'s' * (trials != 1)})"
+    return f"{rate:.1f}% ({interval_text(interval)}, {runs_text(trials)})"
+
+
+def interval_of(successes: int, trials: int) -> str:
+    """``20.8-93.9% (3 runs)`` (an en dash in the range); ``-`` without trials."""
+    interval = wilson_pct(successes, trials)
+    return f"{interval_text(interval, False)} ({runs_text(trials)})" if interval else "-"
 
 
 def summary_runs(summary: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -141,7 +152,7 @@ class Paired:
             return "Paired test: no case ran in both runs, so there is nothing to compare."
         how = "larger than chance" if self.beyond_chance else "within chance"
         return (
-            f"Paired test (McNemar's exact test on the verdicts of the {self.cases} cases both runs ran): "
+            f"Paired test (McNemar's exact test on the verdicts of the {runs_text(self.cases, 'case')} both runs ran): "
             f"{self.old_only} passed only in OLD, {self.new_only} only in NEW; p = {self.p_value:.3g}, "
             f"so the change is {how} (p {'<' if self.beyond_chance else '≥'} {ALPHA:g})."
         )
@@ -150,18 +161,25 @@ class Paired:
 # -- a judge's samples ------------------------------------------------------------------------
 
 
+_COUNTS = ("passed", "failed", "undecided", "samples")
+
+
 def agreement(assertion: Any) -> dict[str, int] | None:
-    """The agreement of a judge assertion's samples (``details.agreement`` of its record), if it sampled."""
+    """The agreement of a judge assertion's samples (``details.agreement`` of its record), if it
+    sampled; None for anything else, a record of another shape included (a stream read back)."""
     details = assertion.get("details") if isinstance(assertion, dict) else None
     found = details.get("agreement") if isinstance(details, dict) else None
-    return found if isinstance(found, dict) and isinstance(found.get("samples"), int) else None
+    if not isinstance(found, dict) or not all(type(found.get(k)) is int for k in _COUNTS):
+        return None
+    return found
 
 
 def disagreed(record: Mapping[str, Any]) -> bool:
     """Some judge of this result asked several samples and they did not all say the same."""
-    for assertion in record.get("assertions") or ():
+    assertions = record.get("assertions")
+    for assertion in assertions if isinstance(assertions, list) else ():
         found = agreement(assertion)
-        if found is not None and max(found.get("passed", 0), found.get("failed", 0)) < found["samples"]:
+        if found is not None and max(found["passed"], found["failed"]) < found["samples"]:
             return True
     return False
 
