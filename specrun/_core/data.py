@@ -371,6 +371,8 @@ class Suite:
     name: str | None = None
     target: str | dict[str, Any] | None = None
     targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
+    samples: int | None = None  # judge calls per judge assertion of its cases (specrun._judges.samples)
+    pairwise: dict[str, Any] | None = None  # its agents' answers compared two at a time (specrun._judges.pairwise)
     generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property

@@ -224,6 +224,8 @@ class Loader:
         suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
         suite.target = doc.top.data.get("target")
         suite.targets = doc.top.data.get("targets")
+        suite.samples = doc.top.data.get("samples")
+        suite.pairwise = doc.top.data.get("pairwise")
         return {} if generated else doc.top.data.get("defaults") or {}
 
     def cases(self, doc: Document, suite: Suite, wanted: Iterator[int] | None = None) -> Iterator[Case]:

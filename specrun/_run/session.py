@@ -243,7 +243,7 @@ class RunSession:
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
-        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else []), *self._pairwise(plan)]
         record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
@@ -259,6 +259,14 @@ class RunSession:
             stream=stream.path,
             record=record,
         )
+
+    def _pairwise(self, plan: Plan) -> list[object]:
+        """The pairwise judge, when the run tests several agents and a suite asks for one."""
+        if len(plan.agent_ids) < 2 or not any(suite.pairwise for suite in plan.suites):
+            return []
+        from .._judges.pairwise import PairwiseJudge
+
+        return [PairwiseJudge(self.models)]
 
     def _durations(self, case_ids: list[str]) -> dict[str, float]:
         """Past mean durations (ms) from the run history, which balance ``--shard``; none with

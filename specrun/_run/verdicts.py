@@ -29,8 +29,9 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         )
     spent = verdict.usage
     usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
-    if verdict.error:  # what could not be decided is an error, whatever negate says
-        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
+    if verdict.error:  # what could not be decided is an error, whatever negate says; its details stay (samples)
+        details = {**(verdict.details or {}), **usage}
+        return AssertionResult(assertion.type, "error", verdict.message, details=details or None)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:

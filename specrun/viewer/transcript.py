@@ -1,12 +1,14 @@
 """A case's full transcript: input messages with attachments, output, tool calls, dynamic turns
 with the checkpoints each reached, and every assertion with expected vs actual and a judge's
-reasoning and score. Everything is read from the result record the history stored."""
+reasoning and score (each sample's, for a judge that sampled). Everything is read from the
+result record the history stored."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .._history.snapshots import Snapshot
+from .._report.rates import sample_lines
 from .html import as_text, badge, damaged, e, money, ms, pre
 from .store import Entry
 
@@ -154,6 +156,7 @@ def _assertions(record: dict[str, Any], approve: Any) -> str:
         if details.get("reason") or a.get("score") is not None:
             reason = f": {details['reason']}" if details.get("reason") else ""
             judge = f'<div class="judge">score {e(a.get("score"))}{e(reason)}</div>'
+        judge += "".join(f'<div class="judge sample">{e(line)}</div>' for line in sample_lines(a))
         action = ""
         if a.get("status") != "passed" and Snapshot.from_details(details) is not None and approve is not None:
             action = approve(i)
