@@ -20,6 +20,7 @@ from .errors import EvaluationError
 from .redact import expand_env
 from .results import Result, RunInfo
 from .services import Services
+from .target_checks import TargetChecks
 
 
 class Plugin:
@@ -95,10 +96,7 @@ class AssertionType(Plugin):
     means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
     ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
     ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
-    the type's built-in validator);
-    ``state_param``, set on one installed type, makes it the check of a response's ``state``:
-    a case without one, whose target declares ``success_states``, gets
-    ``{type: <name>, <state_param>: [the target's success states]}`` (see ``Target``).
+    the type's built-in validator); ``state_param``: see ``Target.success_states``.
     """
 
     data_only: ClassVar[bool] = True
@@ -151,7 +149,7 @@ class Session:
         """Release what the session holds (a process, a connection)."""
 
 
-class Target(Plugin):
+class Target(TargetChecks, Plugin):
     """A kind of agent under test. Built once per run from its config mapping.
 
     Stateless targets implement ``respond``; stateful ones override ``session``. In the config
@@ -160,14 +158,10 @@ class Target(Plugin):
     one installed target, makes it the one that runs a CLI agent given as a command (the Python
     test API's ``Test("demo.py")``): its config is then ``{<command_param>: argv}`` plus
     ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
-    ``success_states`` names the response ``state`` values that are a success (an MCP tool
-    result's ``ok``, an A2A task's ``completed``): a case whose response has another state
-    fails, unless the case checks the state itself (the assertion type with ``state_param``).
     """
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
-    success_states: ClassVar[tuple[str, ...]] = ()
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
@@ -188,22 +182,6 @@ class Target(Plugin):
         """
         for where, name in self.unset_env:
             yield where, f"environment variable {name} is not set"
-
-    def case_problems(self, case: Case) -> Iterable[tuple[str, str]]:
-        """Yield ``(field, message)`` for what this target cannot run in ``case``, found before
-        the run (after ``problems``): for a target that calls tools, an unknown tool. This one
-        refuses a tool-call input (``input: {tool, arguments}``), which a target that calls
-        tools itself overrides; an override yields from it for what it does not handle."""
-        if any(m.tool_request for m in case.input):
-            yield "input.tool", (
-                f"a {self.name} target cannot call a tool directly: input {{tool, arguments}} needs a target"
-                " that calls tools (such as mcp); give this one a message"
-            )
-
-    def catalog(self) -> str | None:
-        """What the agent offers that a case can name, as text for a person writing cases (an
-        MCP server's tools and their arguments), or None; ``specrun validate --tools`` shows it."""
-        return None
 
     async def respond(self, messages: list[Message], context: Context) -> Response:
         raise NotImplementedError

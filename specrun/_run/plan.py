@@ -341,13 +341,18 @@ def build_plan(
     return plan
 
 
-def case_problems(case: Case, target: Target, agent: Agent, name_agent: bool = False) -> list[Problem]:
+def case_problems(
+    case: Case, target: Target, agent: Agent, name_agent: bool = False, strict: bool = False
+) -> list[Problem]:
     """What ``target`` cannot run in ``case`` (``Target.case_problems``), at the case's line;
     ``name_agent`` when the case runs against several agents. A target that cannot even be
-    asked (its server is down) finds none here: each case then fails with that error."""
+    asked (its server is down) finds none here, and each case then fails with that error; with
+    ``strict`` (``specrun validate``), its ``TargetError`` is raised."""
     try:
         found = list(target.case_problems(case))
     except TargetError:
+        if strict:
+            raise
         return []
     loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
     return [
@@ -415,6 +420,8 @@ def _check_pair(
         if named or agent.path is not None:
             raise
         raise _located(exc, suite, case if own else None) from None
+
+
 def _unused_connector(connector: str, agent: Agent) -> str:
     return (
         f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"

@@ -191,9 +191,8 @@ def tool_response(call: ToolCall, result: Any, latency_ms: float) -> Response:
         output = dumped.get("structuredContent")
     elif not text and blocks:
         output = blocks  # images, audio, resources: the blocks as they came
-    status = "error" if failed else "ok"
-    made = ToolCall(call.name, call.arguments, result=output, status=status, step=1, turn=1)
-    return Response(content=output, tool_calls=[made], latency_ms=latency_ms, raw=dumped, state=status)
+    made = ToolCall(call.name, call.arguments, result=output, status="error" if failed else "ok", step=1, turn=1)
+    return Response(content=output, tool_calls=[made], latency_ms=latency_ms, raw=dumped, state=made.status)
 
 
 def _unknown(name: str, known: list[str], where: str) -> str:
@@ -226,4 +225,3 @@ def _signature(name: str, schema: dict[str, Any]) -> str:
         kind = "|".join(kind) if isinstance(kind, list) else kind
         args.append(f"{arg}{'' if arg in required else '?'}: {kind}")
     return f"{name}({', '.join(args)})"
-

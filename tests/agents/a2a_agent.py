@@ -1,0 +1,108 @@
+"""A small A2A agent for the a2a target's tests, built on a2a-sdk's server (Starlette routes).
+
+What it does depends on the user's text:
+- ``task ...``: a Task, worked on, with a text and a data artifact, completed with a message;
+- ``fail``: a Task that fails; ``reject``: one rejected;
+- ``ask``: a Task that needs input ("Which city?"); the next message in that task completes it;
+- ``hang``: never answers;
+- anything else: a reply Message ``echo: TEXT (turn N)``, N counting the turns of its context.
+
+``app(url, streaming=...)`` is the ASGI app; ``serve(streaming)`` runs one on a free loopback
+port in a thread and returns ``(url, stop)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+import uvicorn
+from a2a.helpers import new_data_part, new_task_from_user_message, new_text_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Role
+from starlette.applications import Starlette
+
+TURNS: Counter[str] = Counter()  # turns seen per context id
+
+
+class Agent(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input().strip()
+        context_id = str(context.context_id)
+        TURNS[context_id] += 1
+        task = context.current_task
+        if task is None and not text.startswith(("task", "fail", "reject", "ask")):
+            if text == "hang":
+                await asyncio.sleep(3600)
+            reply = new_text_message(
+                f"echo: {text} (turn {TURNS[context_id]})", context_id=context_id, role=Role.ROLE_AGENT
+            )
+            await event_queue.enqueue_event(reply)
+            return
+        if task is None:
+            assert context.message is not None
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        say = updater.new_agent_message
+        if text == "fail":
+            await updater.failed(say([new_text_part("the tool broke")]))
+        elif text == "reject":
+            await updater.reject(say([new_text_part("not allowed")]))
+        elif text == "ask":
+            await updater.requires_input(say([new_text_part("Which city?")]))
+        elif text.startswith("task"):
+            await updater.start_work()
+            await updater.add_artifact([new_text_part(f"report on {text[4:].strip()}")], name="report")
+            await updater.add_artifact([new_data_part({"items": 3})], name="data")
+            await updater.complete(say([new_text_part("Done.")]))
+        else:  # the answer to "ask"
+            await updater.complete(say([new_text_part(f"Weather in {text}: sunny")]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def card(url: str, streaming: bool) -> AgentCard:
+    return AgentCard(
+        name="Echo",
+        description="Echoes, and runs tasks",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=streaming),
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        skills=[AgentSkill(id="echo", name="Echo", description="Echoes text", tags=["echo"])],
+    )
+
+
+def app(url: str, streaming: bool = False) -> Starlette:
+    agent_card = card(url, streaming)
+    handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=agent_card)
+    return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")])
+
+
+def serve(streaming: bool = False) -> tuple[str, Callable[[], None]]:
+    """A running agent on a free loopback port: its URL, and how to stop it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/"
+    server = uvicorn.Server(uvicorn.Config(app(url, streaming), host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        threading.Event().wait(0.01)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(5)
+
+    return url, stop
