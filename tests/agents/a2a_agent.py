@@ -2,24 +2,22 @@
 
 What it does depends on the user's text:
 - ``task ...``: a Task, worked on, with a text and a data artifact, completed with a message;
+- ``report ...``: the same with the text artifact only;
 - ``fail``: a Task that fails; ``reject``: one rejected;
 - ``ask``: a Task that needs input ("Which city?"); the next message in that task completes it;
-- ``hang``: never answers;
+- ``hang``: does not answer until ``RELEASE`` is set (as a test's server stops: a2a-sdk's
+  request tasks do not stop when cancelled, and a server left with one cannot close);
 - anything else: a reply Message ``echo: TEXT (turn N)``, N counting the turns of its context.
 
-``app(url, streaming=...)`` is the ASGI app; ``serve(streaming)`` runs one on a free loopback
-port in a thread and returns ``(url, stop)``.
+``app(url, streaming=...)`` is the ASGI app (its card says it is at ``url``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections import Counter
-from collections.abc import Callable
 
-import uvicorn
 from a2a.helpers import new_data_part, new_task_from_user_message, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -30,6 +28,7 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, 
 from starlette.applications import Starlette
 
 TURNS: Counter[str] = Counter()  # turns seen per context id
+RELEASE = threading.Event()
 
 
 class Agent(AgentExecutor):
@@ -38,9 +37,9 @@ class Agent(AgentExecutor):
         context_id = str(context.context_id)
         TURNS[context_id] += 1
         task = context.current_task
-        if task is None and not text.startswith(("task", "fail", "reject", "ask")):
-            if text == "hang":
-                await asyncio.sleep(3600)
+        if task is None and not text.startswith(("task", "report", "fail", "reject", "ask")):
+            while text == "hang" and not RELEASE.is_set():
+                await asyncio.sleep(0.01)
             reply = new_text_message(
                 f"echo: {text} (turn {TURNS[context_id]})", context_id=context_id, role=Role.ROLE_AGENT
             )
@@ -58,10 +57,11 @@ class Agent(AgentExecutor):
             await updater.reject(say([new_text_part("not allowed")]))
         elif text == "ask":
             await updater.requires_input(say([new_text_part("Which city?")]))
-        elif text.startswith("task"):
+        elif text.startswith(("task", "report")):
             await updater.start_work()
-            await updater.add_artifact([new_text_part(f"report on {text[4:].strip()}")], name="report")
-            await updater.add_artifact([new_data_part({"items": 3})], name="data")
+            await updater.add_artifact([new_text_part(f"report on {text.split(' ', 1)[-1]}")], name="report")
+            if text.startswith("task"):
+                await updater.add_artifact([new_data_part({"items": 3})], name="data")
             await updater.complete(say([new_text_part("Done.")]))
         else:  # the answer to "ask"
             await updater.complete(say([new_text_part(f"Weather in {text}: sunny")]))
@@ -87,22 +87,3 @@ def app(url: str, streaming: bool = False) -> Starlette:
     agent_card = card(url, streaming)
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=agent_card)
     return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")])
-
-
-def serve(streaming: bool = False) -> tuple[str, Callable[[], None]]:
-    """A running agent on a free loopback port: its URL, and how to stop it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/"
-    server = uvicorn.Server(uvicorn.Config(app(url, streaming), host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        threading.Event().wait(0.01)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(5)
-
-    return url, stop

@@ -1,14 +1,13 @@
 """A small MCP server for the mcp target's tests (mcp's MCPServer, formerly FastMCP).
 
-``python mcp_tools.py`` serves over stdio; ``python mcp_tools.py http PORT`` over streamable
-HTTP on 127.0.0.1, and ``app()`` is that HTTP app for a test to serve in process.
+``python mcp_tools.py`` serves over stdio; ``http_app(token)`` is its streamable HTTP app,
+refusing (401) a request without ``Authorization: Bearer TOKEN``, for a test to serve.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -50,14 +49,31 @@ def whoami() -> str:
 
 
 @server.tool()
+def pid() -> int:
+    """The server's process id."""
+    return os.getpid()
+
+
+@server.tool()
 async def stall(seconds: float) -> str:
     """Sleep, then answer (a tool that hangs)."""
     await asyncio.sleep(seconds)
     return "done"
 
 
+def http_app(token: str) -> Any:
+    """The server over streamable HTTP at /mcp, for requests that carry the bearer ``token``."""
+    inner = server.streamable_http_app()
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (b"authorization", f"Bearer {token}".encode()) not in scope["headers"]:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no token"})
+            return
+        await inner(scope, receive, send)
+
+    return app
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["http"]:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    else:
-        server.run()
+    server.run()

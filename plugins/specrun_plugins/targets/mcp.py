@@ -98,6 +98,7 @@ class McpTarget(Target):
         )
         self.start_timeout = parse_duration(config.get("start_timeout", START_TIMEOUT))
         self._connection: Connection | None = None
+        self._validators: dict[str, Any] = {}  # each tool's inputSchema, compiled (or why it cannot be)
 
     def problems(self) -> Iterable[tuple[str, str]]:
         yield from super().problems()
@@ -137,7 +138,9 @@ class McpTarget(Target):
         if tool is None:
             yield "input.tool", _unknown(call.name, sorted(tools), self.server.where)
             return
-        yield from _argument_problems(call.arguments, tool.input_schema, call.name)
+        if call.name not in self._validators:  # built once per tool: a suite may call one tool 10,000 times
+            self._validators[call.name] = _validator(tool.input_schema, call.name)
+        yield from _argument_problems(call.arguments, self._validators[call.name], call.name)
 
     def catalog(self) -> str:
         """The server's tools, one per line: ``name(arg: type, optional?: type)  description``."""
@@ -202,14 +205,20 @@ def _unknown(name: str, known: list[str], where: str) -> str:
     return f"unknown tool {name!r}{hint}; the tools of {where}: {listed}"
 
 
-def _argument_problems(arguments: dict[str, Any], schema: dict[str, Any], tool: str) -> Iterator[tuple[str, str]]:
-    """What the tool's ``inputSchema`` says is wrong with ``arguments``, each at its field."""
+def _validator(schema: dict[str, Any], tool: str) -> Any:
+    """The tool's ``inputSchema`` compiled, or (a ``str``) why it cannot be."""
     import jsonschema_rs
 
     try:
-        validator = jsonschema_rs.validator_for(schema)
+        return jsonschema_rs.validator_for(schema)
     except Exception as exc:  # the server's schema, not the user's mistake: say so, check nothing
-        yield "input.arguments", f"tool {tool!r} has an input schema that cannot be used ({exc}); fix the server"
+        return f"tool {tool!r} has an input schema that cannot be used ({exc}); fix the server"
+
+
+def _argument_problems(arguments: dict[str, Any], validator: Any, tool: str) -> Iterator[tuple[str, str]]:
+    """What the tool's ``inputSchema`` says is wrong with ``arguments``, each at its field."""
+    if isinstance(validator, str):
+        yield "input.arguments", validator
         return
     for error in validator.iter_errors(arguments):
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.instance_path)
