@@ -1,5 +1,6 @@
-"""The a2a target against a real a2a-sdk agent (tests/agents/a2a_agent.py) on loopback, one
-whose card says it streams and one whose card says it does not; run through the CLI, in process."""
+"""The a2a target against a real a2a-sdk agent (tests/agents/a2a_agent.py) on loopback: one
+whose card says it streams, one whose card says it does not, and one whose card says it speaks
+A2A 0.3 (``message/stream``); run through the CLI, in process."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ def agents():
     with (
         serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=False)) as plain,
         serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=True)) as streaming,
+        serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=True, version="0.3")) as legacy,
     ):
-        yield {"plain": f"http://127.0.0.1:{plain}/", "streaming": f"http://127.0.0.1:{streaming}/"}
+        urls = {"plain": plain, "streaming": streaming, "legacy": legacy}
+        yield {name: f"http://127.0.0.1:{port}/" for name, port in urls.items()}
         RELEASE.set()  # the agent's hanging answers end, so that its servers can stop
 
 
@@ -74,7 +77,7 @@ def test_an_a2a_agent_answers_each_conversation_in_its_own_context(tmp_path, age
     done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "--runs", "2", "-j", "8"], tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     got = results(tmp_path / "out.jsonl")
-    assert len(got) == 11 * 2 * 2  # every case against both agents, twice: a fresh context each time
+    assert len(got) == 11 * 3 * 2  # every case against each agent, twice: a fresh context each time
     expected = {
         "failed-unexpected": "failed",  # a failed task fails a case that does not check the state
         "rejected": "failed",

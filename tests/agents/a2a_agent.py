@@ -70,12 +70,12 @@ class Agent(AgentExecutor):
         raise NotImplementedError
 
 
-def card(url: str, streaming: bool) -> AgentCard:
+def card(url: str, streaming: bool, version: str = "1.0") -> AgentCard:
     return AgentCard(
         name="Echo",
         description="Echoes, and runs tasks",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=version)],
         capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text"],
         default_output_modes=["text"],
@@ -83,7 +83,8 @@ def card(url: str, streaming: bool) -> AgentCard:
     )
 
 
-def app(url: str, streaming: bool = False) -> Starlette:
-    agent_card = card(url, streaming)
+def app(url: str, streaming: bool = False, version: str = "1.0") -> Starlette:
+    """The agent; ``version="0.3"``: its card says it speaks A2A 0.3 (``message/send``)."""
+    agent_card = card(url, streaming, version)
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=agent_card)
-    return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")])
+    return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)])

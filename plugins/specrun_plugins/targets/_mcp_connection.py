@@ -61,6 +61,7 @@ class Connection:
         self._thread: threading.Thread | None = None
         self._stderr = bytearray()
         self._exit: Callable[[], int | None] = lambda: None
+        self._proc: asyncio.subprocess.Process | None = None
 
     def start(self) -> None:
         """Start connecting, in the background (once)."""
@@ -158,6 +159,9 @@ class Connection:
         try:
             return await self._client.call_tool(name, arguments)
         except Exception as exc:
+            if self._proc is not None:  # a server that went away: its exit code says more than the SDK's error
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._proc.wait(), 1.0)
             raise TargetError(self._failure(_reason(_unwrap(exc)), f"on tools/call {name}")) from None
 
     async def _http(self, stack: contextlib.AsyncExitStack) -> Any:
@@ -192,7 +196,7 @@ class Connection:
         except OSError as exc:
             raise TargetError(f"cannot start {server.where}: {exc}") from None
         tree.started(proc.pid)
-        self._exit = lambda: proc.returncode
+        self._proc, self._exit = proc, lambda: proc.returncode
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
         to_session, from_server = anyio.create_memory_object_stream[Any](0)
