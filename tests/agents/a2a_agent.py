@@ -87,4 +87,6 @@ def app(url: str, streaming: bool = False, version: str = "1.0") -> Starlette:
     """The agent; ``version="0.3"``: its card says it speaks A2A 0.3 (``message/send``)."""
     agent_card = card(url, streaming, version)
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=agent_card)
-    return Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)])
+    return Starlette(
+        routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)]
+    )
