@@ -111,7 +111,7 @@ cases:
   - id: a-message
     input: hello
   - id: no-tools-here
-    target: {type: python, function: py_agents:echo}
+    target: {type: python, function: plain_echo:echo}
     input: {tool: add, arguments: {a: 1, b: 2}}
   - id: a-conversation
     simulator: {type: scripted, turns: [hi]}
@@ -123,7 +123,7 @@ def test_an_unknown_tool_or_bad_arguments_stop_the_run_at_the_case(tmp_path, htt
     monkeypatch.setenv("MCP_TOKEN", TOKEN)
     target = {"type": "mcp", "url": http_url, "headers": {"Authorization": "Bearer ${MCP_TOKEN}"}}
     root = project(tmp_path, target, BAD_SUITE)
-    (root / "py_agents.py").write_text((AGENTS / "py_agents.py").read_text())
+    (root / "plain_echo.py").write_text("def echo(messages, ctx):\n    return messages[-1].text\n")
     done = run_cli(["suite.yaml", "--no-history"], root)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.splitlines()
