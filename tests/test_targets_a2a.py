@@ -59,9 +59,10 @@ cases:
     input: [{role: user, content: ask}, {role: user, content: Oslo}]
     assert: [{type: equals, value: "Weather in Oslo: sunny"}]
   - id: simulated
-    simulator: {type: scripted, turns: [hi, again]}
+    simulator: {type: scripted, turns: [ask, Paris]}
     checkpoints:
-      - {id: second-turn-same-context, assertion: {type: contains, value: "echo: again (turn 2)"}}
+      - {id: asked, assertion: {type: state, equals: input-required}}
+      - {id: same-context-and-task, after: [asked], assertion: {type: contains, value: "Weather in Paris"}}
   - id: hangs
     timeout: 200ms
     input: hang
@@ -90,6 +91,7 @@ def test_an_a2a_agent_answers_each_conversation_in_its_own_context(tmp_path, age
     assert "state 'failed', expected 'completed': the tool broke" in by_id["failed-unexpected"]["assertion_errors"][0]
     assert by_id["task-data"]["output"] == {"items": 3} and "state" not in by_id["reply"]
     assert by_id["hangs"]["error"] == "timeout after 200ms"
+    assert [t.get("state") for t in by_id["simulated"]["turns"]] == ["input-required", "completed"]
     assert "tool_calls" not in by_id["reply"]  # an A2A agent does not report its tools: unknown, not none
 
 
