@@ -28,6 +28,8 @@ DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOU
 TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed's wording; counted as timeouts)
 DEFAULT_MAX_TURNS = 20
 
+TOOL_CALL_PART = "tool_call"  # the content part of a tool-call input: {type, name, arguments}
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
@@ -81,6 +83,19 @@ class Message:
         if isinstance(self.content, str):
             return []
         return [p for p in self.content if p.get("type") != "text"]
+
+    @property
+    def tool_request(self) -> ToolCall | None:
+        """The tool this message asks to call (a case's ``input: {tool, arguments}``), or None."""
+        if isinstance(self.content, str):
+            return None
+        part = next((p for p in self.content if p.get("type") == TOOL_CALL_PART), None)
+        return ToolCall(part["name"], dict(part.get("arguments") or {})) if part else None
+
+    @classmethod
+    def calling(cls, tool: str, arguments: dict[str, Any] | None = None) -> Message:
+        """A user message that asks to call ``tool`` with ``arguments`` (what ``{tool, arguments}`` loads as)."""
+        return cls("user", [{"type": TOOL_CALL_PART, "name": tool, "arguments": dict(arguments or {})}])
 
     def to_dict(self) -> dict[str, Any]:
         if isinstance(self.content, str):
@@ -225,6 +240,8 @@ class Response:
     ``tool_calls`` are the tools it called; left out, they are not reported (``tools_reported``
     is False: a tool assertion cannot be judged), while ``tool_calls=[]`` reports that none was.
     ``warnings`` say why a target doubts what it read (shown on the case and in its record).
+    ``state`` is how the agent's protocol said the turn ended, when it says: an MCP tool
+    result's ``ok`` or ``error``, an A2A task's ``completed``, ``failed``, ``input-required``...
     """
 
     content: Any = None
@@ -233,6 +250,7 @@ class Response:
     latency_ms: float | None = None
     raw: Any = None
     warnings: list[str] = field(default_factory=list)
+    state: str | None = None
 
     @cached_property
     def text(self) -> str:
@@ -271,6 +289,8 @@ class Response:
             data["tool_calls"] = [t.to_dict() for t in self.tool_calls]
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.state is not None:
+            data["state"] = self.state
         return data
 
 
@@ -359,7 +379,10 @@ class Case:
         """The name when given, else a preview of the last input message."""
         if self.name:
             return self.name
-        return self.input[-1].text if self.input else ""
+        if not self.input:
+            return ""
+        call = self.input[-1].tool_request
+        return f"{call.name} {to_json(call.arguments)}" if call else self.input[-1].text
 
 
 @dataclass

@@ -85,7 +85,8 @@ class Result:
         output, calls = record.get("output"), record.get("tool_calls")
         result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
         result.error, result.traceback, result.assertions = record.get("error"), record.get("traceback"), assertions
-        result.response = Response(content=output) if output is not None or calls else None
+        state = record.get("state")
+        result.response = Response(content=output, state=state) if output is not None or calls or state else None
         result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
         result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
         result._record, result._line = record, line
@@ -151,6 +152,8 @@ class Result:
         data["output"] = self.response.content if self.response else None
         if self.response and self.response.tool_calls:
             data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
+        if self.response and self.response.state is not None:
+            data["state"] = self.response.state
         data["error"] = self.error
         if self.traceback:
             data["traceback"] = self.traceback

@@ -423,11 +423,14 @@ def _file_parts(value: Any) -> Iterator[tuple[list[Any], dict[str, Any]]]:
 
 
 def to_messages(value: Any, base_dir: Path) -> list[Message]:
-    """A case's ``input`` (text, a message or a history) as messages, ``file://`` parts resolved."""
+    """A case's ``input`` (text, a message, a history or a tool call) as messages, ``file://``
+    parts resolved; a tool call ``{tool, arguments}`` is a user message asking for it."""
     if value is None:
         return []
     if isinstance(value, str):
         return [Message("user", value)]
+    if isinstance(value, dict) and "tool" in value:
+        return [Message.calling(value["tool"], value.get("arguments"))]
     items = value if isinstance(value, list) else [value]
     messages = []
     for item in items:

@@ -53,7 +53,7 @@ from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
-from .verdicts import combine, evaluate_all, judge_usage
+from .verdicts import combine, evaluate_case, judge_usage
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
@@ -398,6 +398,7 @@ class Runner:
         case = job.case
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
+        target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
         session = self.project.session(job.agent, ctx, self.connector_for(case))  # traced when the agent says
         try:
             if case.dynamic:
@@ -433,7 +434,7 @@ class Runner:
                     async with asyncio.timeout(10):
                         await session.close()
         check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
-        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
+        verdicts = await evaluate_case(check, target.success_states, self.plugins.registry, timeout)
         usage = Usage()
         usage.add(response.usage)
         usage.add(judge_usage(verdicts))

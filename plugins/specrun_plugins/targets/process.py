@@ -18,7 +18,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -73,6 +73,21 @@ def command_argv(command: str | list[str]) -> list[str]:
     if argv and argv[0].endswith(".py"):
         argv = [sys.executable, *argv]
     return argv
+
+
+def command_problems(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """``(field, message)`` when ``argv`` cannot start in ``cwd``: no such folder, an empty
+    command, a program found neither there nor on the ``PATH`` (``env``'s, else this process's)."""
+    if not cwd.is_dir():
+        yield "cwd", f"folder {str(cwd)!r} does not exist"
+    elif not argv:
+        yield "command", "the command is empty"
+    else:
+        program = argv[0]
+        path = env.get("PATH", os.environ.get("PATH"))
+        found = (cwd / program).exists() if os.sep in program else shutil.which(program, path=path)
+        if not found:
+            yield "command", f"program {program!r} not found"
 
 
 class AgentProcess:
@@ -374,16 +389,7 @@ class ProcessTarget(Target):
             compile_pattern(self.prompt)
         except PatternError as exc:
             yield "prompt", str(exc)
-        if not self.cwd.is_dir():
-            yield "cwd", f"folder {str(self.cwd)!r} does not exist"
-        elif not self.argv:
-            yield "command", "the command is empty"
-        else:
-            program = self.argv[0]
-            path = self.env.get("PATH", os.environ.get("PATH"))
-            found = (self.cwd / program).exists() if os.sep in program else shutil.which(program, path=path)
-            if not found:
-                yield "command", f"program {program!r} not found"
+        yield from command_problems(self.argv, self.cwd, self.env)
 
     def process(self, context: Context) -> AgentProcess:
         """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables. A
