@@ -20,6 +20,7 @@ from .errors import EvaluationError
 from .redact import expand_env
 from .results import Result, RunInfo
 from .services import Services
+from .target_checks import TargetChecks
 
 
 class Plugin:
@@ -96,7 +97,7 @@ class AssertionType(Plugin):
     means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
     ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
     ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
-    the type's built-in validator).
+    the type's built-in validator); ``state_param``: see ``Target.success_states``.
     """
 
     data_only: ClassVar[bool] = True
@@ -104,6 +105,7 @@ class AssertionType(Plugin):
     ref_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
     validator_param: ClassVar[str | None] = None
+    state_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters.
@@ -148,7 +150,7 @@ class Session:
         """Release what the session holds (a process, a connection)."""
 
 
-class Target(Plugin):
+class Target(TargetChecks, Plugin):
     """A kind of agent under test. Built once per run from its config mapping.
 
     Stateless targets implement ``respond``; stateful ones override ``session``. In the config
@@ -161,6 +163,7 @@ class Target(Plugin):
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
+    trace_receiver: ClassVar[str | None] = "127.0.0.1:4318"  # traces: otel: where its spans go (docs/plugins.md)
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
@@ -474,26 +477,3 @@ class Executor(Plugin):
 
     async def close(self) -> None:
         """Release what ``start`` took; called once the last case is done."""
-
-
-__all__ = [
-    "Adapter",
-    "AssertionType",
-    "CaseCancelled",
-    "CaseLoader",
-    "Check",
-    "Executor",
-    "ExecutorHost",
-    "Job",
-    "Plugin",
-    "Reporter",
-    "Session",
-    "Simulator",
-    "SimulatorState",
-    "SimulatorTurn",
-    "Source",
-    "SourceContext",
-    "Suite",
-    "Target",
-    "Verdict",
-]

@@ -86,7 +86,9 @@ class Result:
         output, calls = record.get("output"), record.get("tool_calls")
         result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
         result.error, result.traceback, result.assertions = record.get("error"), record.get("traceback"), assertions
-        result.response = Response(output) if output is not None or calls is not None else None
+        state = record.get("state")
+        known = output is not None or calls is not None or state is not None
+        result.response = Response(content=output, state=state) if known else None
         if calls is not None and result.response is not None:  # reported, [] included: kept apart from not known
             result.response.tool_calls = [ToolCall(**c) for c in calls if isinstance(c, dict)]
         result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
@@ -154,6 +156,8 @@ class Result:
         data["output"] = self.response.content if self.response else None
         if self.response and self.response.tools_reported:  # [] says none was called; no key: not known
             data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
+        if self.response and self.response.state is not None:
+            data["state"] = self.response.state
         data["error"] = self.error
         if self.traceback:
             data["traceback"] = self.traceback
@@ -169,6 +173,8 @@ class Result:
             data["total_turns"] = len(self.turns)
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.context is not None and self.context.trace is not None and self.context.trace.spans is not None:
+            data["trace"] = self.context.trace.to_dict()  # the agent's span tree (traces: otel)
         if self.cached:
             data["cached"] = True
         if self.flaky:

@@ -37,8 +37,9 @@ class Parsed(Generic[T]):
 class Models(Protocol):
     """The run's model client as plugins see it (``check.services.models``).
 
-    Calls are retried, cached on disk per ``run`` and ``version``, and counted in the run's
-    totals; a call that fails for good raises ``ModelError`` (an ``EvaluationError``).
+    Calls are retried, cached on disk per ``run``, ``sample`` (a judge's sample index) and
+    ``version``, and counted in the run's totals; a call that fails for good raises
+    ``ModelError`` (an ``EvaluationError``).
     """
 
     def model_for(self, purpose: str, model: str | None = None) -> str:
@@ -59,6 +60,7 @@ class Models(Protocol):
         run: int = 1,
         cache: bool = True,
         version: str = "",
+        sample: int = 1,
     ) -> Completion:
         """Ask the model once and return its answer (``Completion.text``, ``tool_calls``, ``usage``)."""
         ...
@@ -73,6 +75,7 @@ class Models(Protocol):
         purpose: str = "judge",
         run: int = 1,
         version: str = "",
+        sample: int = 1,
     ) -> Parsed[T]:
         """Ask for JSON and ``parse`` it (``parse`` raises ``ValueError`` on a reply it cannot use,
         which is asked for once more); the parsed value, or the problem, and every call's usage."""

@@ -224,6 +224,8 @@ class Loader:
         suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
         suite.target = doc.top.data.get("target")
         suite.targets = doc.top.data.get("targets")
+        suite.samples = doc.top.data.get("samples")
+        suite.pairwise = doc.top.data.get("pairwise")
         return {} if generated else doc.top.data.get("defaults") or {}
 
     def cases(self, doc: Document, suite: Suite, wanted: Iterator[int] | None = None) -> Iterator[Case]:
@@ -421,11 +423,14 @@ def _file_parts(value: Any) -> Iterator[tuple[list[Any], dict[str, Any]]]:
 
 
 def to_messages(value: Any, base_dir: Path) -> list[Message]:
-    """A case's ``input`` (text, a message or a history) as messages, ``file://`` parts resolved."""
+    """A case's ``input`` (text, a message, a history or a tool call) as messages, ``file://``
+    parts resolved; a tool call ``{tool, arguments}`` is a user message asking for it."""
     if value is None:
         return []
     if isinstance(value, str):
         return [Message("user", value)]
+    if isinstance(value, dict) and "tool" in value:
+        return [Message.calling(value["tool"], value.get("arguments"))]
     items = value if isinstance(value, list) else [value]
     messages = []
     for item in items:

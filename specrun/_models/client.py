@@ -9,8 +9,8 @@ usage, cost and errors for a fraction of the CPU. litellm is imported lazily
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
 timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
 simulator and generator calls are cached on disk, one JSON file per call, keyed on everything
-that shapes the answer (the endpoint included) and the run index, so ``--runs 5`` asks five
-times; identical cacheable calls in flight at once are made once.
+that shapes the answer (the endpoint included), the run index and the judge's sample index, so
+``--runs 5`` asks five times; identical cacheable calls in flight at once are made once.
 """
 
 from __future__ import annotations
@@ -200,12 +200,14 @@ class ModelClient:
         run: int = 1,
         cache: bool = True,
         version: str = "",
+        sample: int = 1,
     ) -> Completion:
         """Ask the model once (retrying transient failures) and return its answer.
 
         ``purpose`` picks the default model and temperature (0 for ``judge``); ``version``
         names the prompt template, so that changing a prompt invalidates its cache entries;
-        ``run`` keeps the answers of each ``--runs`` index apart. Raises ``ModelError``.
+        ``run`` keeps the answers of each ``--runs`` index apart, ``sample`` those of each of
+        a judge's samples (``samples: N``). Raises ``ModelError``.
         """
         chosen = self.model_for(purpose, model)
         chat = openai_messages(messages)
@@ -235,6 +237,8 @@ class ModelClient:
             "purpose": purpose,
             "run": run,
         }
+        if sample != 1:  # sample 1 is the call a judge of one sample makes: its answer is reused
+            material["sample"] = sample
         key = self.cache.key(material)
         answer = from_entry(self.cache.get(key), chosen, key)
         if answer is not None:

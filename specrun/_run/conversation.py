@@ -202,6 +202,8 @@ class Conversation:
                 record["attachments"] = files
             if response.tools_reported:  # [] when none was called; left out when not known
                 record["tool_calls"] = [t.to_dict() for t in response.tool_calls]
+            if response.state is not None:  # an A2A task's, which a checkpoint's `state` may check
+                record["state"] = response.state
             self.turns.append(record)
             await self.check(response)
             if self.has_required and not self.missing:

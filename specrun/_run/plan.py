@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .._core.data import Agent, Case, Suite
-from .._core.errors import Problem, SuiteError, UsageError
-from .._core.kinds import Job, Source, SourceContext
+from .._core.errors import Problem, SuiteError, TargetError, UsageError
+from .._core.kinds import Job, Source, SourceContext, Target
 from .._load.documents import load_mapping
 from .._load.problems import display_path
 from .._project.plugin_manager import Plugins
@@ -305,6 +305,7 @@ def build_plan(
     plan = Plan(suites)
     registry, config = plugins.registry, project.config
     missing: list[str] = []
+    problems: list[Problem] = []  # what a target cannot run (an unknown tool): all of them, then stop
     for number, suite in enumerate(suites):
         suite_agents = _suite_agents(suite, project, names)
         for i, case in enumerate(suite.cases):
@@ -326,7 +327,8 @@ def build_plan(
             ref = CaseRef(case.id, case.name, case.location.file, case.location.line, number, i)
             for agent in agents:
                 assert agent is not None
-                _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
+                target = _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
+                problems.extend(case_problems(case, target, agent, len(agents) > 1))
                 plan.pairs.add(ref._replace(model=case_needs_model(case, agent, registry, config)), agent)
     if missing:
         raise UsageError(
@@ -334,7 +336,29 @@ def build_plan(
             + ", ".join(sorted(set(missing)))
             + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
         )
+    if problems:
+        raise SuiteError(problems)
     return plan
+
+
+def case_problems(
+    case: Case, target: Target, agent: Agent, name_agent: bool = False, strict: bool = False
+) -> list[Problem]:
+    """What ``target`` cannot run in ``case`` (``Target.case_problems``), at the case's line;
+    ``name_agent`` when the case runs against several agents. A target that cannot even be
+    asked (its server is down) finds none here, and each case then fails with that error; with
+    ``strict`` (``specrun validate``), its ``TargetError`` is raised."""
+    try:
+        found = list(target.case_problems(case))
+    except TargetError:
+        if strict:
+            raise
+        return []
+    loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
+    return [
+        Problem(loc.file, loc.line, loc.column, who + message, f"{loc.pointer}.{field}" if loc.pointer else field)
+        for field, message in found
+    ]
 
 
 def _suite_agents(suite: Suite, project: Project, names: list[str]) -> list[Agent | None]:
@@ -380,9 +404,9 @@ def _check_pair(
     connector: str | None,
     own: bool,
     named: bool,
-) -> None:
+) -> Target:
     """What running ``case`` against ``agent`` needs is there: a simulator, the case's hooks, a
-    target that builds (``own``: the case named the agent; ``named``: ``-n`` did)."""
+    target that builds (``own``: the case named the agent; ``named``: ``-n`` did); that target."""
     if case.dynamic:
         _check_simulator(case, suite, project, simulator)
     for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
@@ -391,11 +415,13 @@ def _check_pair(
     if own_connector and not project.takes_model(agent):
         raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
     try:
-        project.target(agent, connector or own_connector)
+        return project.target(agent, connector or own_connector)
     except UsageError as exc:  # an inline target mapping: point at the suite or case
         if named or agent.path is not None:
             raise
         raise _located(exc, suite, case if own else None) from None
+
+
 def _unused_connector(connector: str, agent: Agent) -> str:
     return (
         f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"

@@ -54,7 +54,7 @@ from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
 from .turns import in_turn, turn_of
-from .verdicts import combine, evaluate_all, judge_usage
+from .verdicts import combine, evaluate_case, judge_usage
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
@@ -398,9 +398,9 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
-        session = target.session(ctx)
+        target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
+        session = self.project.session(job.agent, ctx, self.connector_for(case))  # traced when the agent says
         try:
             if case.dynamic:
                 from .conversation import run_conversation
@@ -435,7 +435,7 @@ class Runner:
                     async with asyncio.timeout(10):
                         await session.close()
         check = Check(response, case, ctx, services, case.input, target.name)
-        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
+        verdicts = await evaluate_case(check, target.success_states, self.plugins.registry, timeout)
         usage = Usage()
         usage.add(response.usage)
         usage.add(judge_usage(verdicts))
@@ -481,7 +481,7 @@ class Runner:
         are built from the stream, and say so instead of looking complete.
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        summary = {"type": "summary", **summary, "not_run": scheduled - self.done}
+        summary = {"type": "summary", **summary, "not_run": scheduled - self.done, **self.project.trace_summary()}
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure

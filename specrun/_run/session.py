@@ -211,6 +211,8 @@ class RunSession:
             self.models.preload(self.model_uses())
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
+        if self.options.executor == "local":  # elsewhere, each worker listens for its own cases' spans
+            await self.project.start_traces(plan.pairs.used_agents())  # a busy receiver port: before any case
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         recorder = self._recorder(plan, jobs, stream.path)
         environment = self.runner.environment()
@@ -241,7 +243,7 @@ class RunSession:
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
-        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else []), *self._pairwise(plan)]
         record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(
             total=record["total"],
@@ -257,6 +259,14 @@ class RunSession:
             stream=stream.path,
             record=record,
         )
+
+    def _pairwise(self, plan: Plan) -> list[object]:
+        """The pairwise judge, when the run tests several agents and a suite asks for one."""
+        if len(plan.agent_ids) < 2 or not any(suite.pairwise for suite in plan.suites):
+            return []
+        from .._judges.pairwise import PairwiseJudge
+
+        return [PairwiseJudge(self.models)]
 
     def _durations(self, case_ids: list[str]) -> dict[str, float]:
         """Past mean durations (ms) from the run history, which balance ``--shard``; none with

@@ -29,8 +29,9 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         )
     spent = verdict.usage
     usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
-    if verdict.error:  # what could not be decided is an error, whatever negate says
-        return AssertionResult(assertion.type, "error", verdict.message, details=usage or None)
+    if verdict.error:  # what could not be decided is an error, whatever negate says; its details stay (samples)
+        details = {**(verdict.details or {}), **usage}
+        return AssertionResult(assertion.type, "error", verdict.message, details=details or None)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
@@ -70,6 +71,25 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
         return AssertionResult(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )
+
+
+async def evaluate_case(
+    check: Check, success: tuple[str, ...], registry: Registry, timeout: float
+) -> list[AssertionResult]:
+    """The verdicts of a case's assertions (``evaluate_all``) and of the check of the response's
+    ``state`` that its target's ``success_states`` imply: the installed type with a
+    ``state_param`` checks a state that is not None, unless the case checks it itself; with no
+    such type installed, a state to check is an ``error``."""
+    assertions, state = check.case.assertions, check.response.state
+    if not success or state is None:
+        return await evaluate_all(assertions, check, registry, timeout)
+    cls = registry.declaring("assertion", "state_param")
+    if cls is None:
+        message = f"state {state!r} needs a check and no installed assertion type checks states"
+        return [*await evaluate_all(assertions, check, registry, timeout), AssertionResult("state", "error", message)]
+    if not any(a.type == cls.name for a in assertions):
+        assertions = [*assertions, Assertion(cls.name, {cls.state_param: list(success)})]
+    return await evaluate_all(assertions, check, registry, timeout)
 
 
 def combine(results: list[AssertionResult]) -> Status:

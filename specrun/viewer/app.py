@@ -71,8 +71,9 @@ class Viewer:
             return web.Response(status=421, text="unknown host")  # another name for this address: DNS rebinding
         try:
             response = await handler(request)
-        except web.HTTPException as exc:
-            response = exc
+        except web.HTTPException as exc:  # a redirect, a 403: raised on (returning one is deprecated)
+            _secure(exc.headers)
+            raise
         except SpecrunError as exc:
             response = _html(layout("Error", f"<h1>Error</h1><pre>{e(exc)}</pre>"), 500)
         except Exception as exc:  # the last resort: the page says what failed, the server goes on
@@ -83,10 +84,7 @@ class Viewer:
                 " specrun: please report it with the text above). The other pages still work.</p>"
             )
             response = _html(layout("Error", body), 500)
-        response.headers["Content-Security-Policy"] = CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
+        _secure(response.headers)
         return response
 
     async def runs(self, request: web.Request) -> web.StreamResponse:
@@ -192,3 +190,11 @@ async def serve(viewer: Viewer, port: int) -> tuple[web.AppRunner, str]:
     sockets = getattr(site._server, "sockets", None) or []  # the port chosen when asked for 0
     bound = sockets[0].getsockname()[1] if sockets else port
     return runner, viewer.bound(bound)
+
+
+def _secure(headers: Any) -> None:
+    """The headers every answer carries: no script or style from elsewhere, no sniffing, no caching."""
+    headers["Content-Security-Policy"] = CSP
+    headers["X-Content-Type-Options"] = "nosniff"
+    headers["Referrer-Policy"] = "no-referrer"
+    headers["Cache-Control"] = "no-store"

@@ -56,6 +56,7 @@ _HOW = {  # why a target's reply carries no tool list, and how to make it carry 
         "a CLI agent prints text only",
         f"{_TRACES}, or test the agent through a python target that would {_RETURN_CALLS}",
     ),
+    "a2a": ("an A2A agent does not report its tool calls", f"{_TRACES}: its spans give them"),
 }
 
 

@@ -261,8 +261,11 @@ class HttpTarget(Target):
         if self._invalid:
             raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
         data = to_json(self.request_body(messages, context)).encode()
+        headers = self._headers  # a traced case's request carries its W3C trace context
+        if context.trace is not None:
+            headers = {**headers, "traceparent": context.trace.traceparent}
         start = time.perf_counter()
-        payload, queued = await self._post(data)
+        payload, queued = await self._post(data, headers)
         latency = (time.perf_counter() - start - queued) * 1000  # the agent's time, not the queue's
         try:
             reply = json.loads(payload)
@@ -272,11 +275,11 @@ class HttpTarget(Target):
         response.latency_ms = latency
         return response
 
-    async def _post(self, data: bytes) -> tuple[bytes, float]:
+    async def _post(self, data: bytes, headers: dict[str, str]) -> tuple[bytes, float]:
         """The reply body, and the seconds spent waiting for a slot of the endpoint's limiter."""
         import aiohttp
 
-        session, headers = self.client(), self._headers
+        session = self.client()
         # Shared by every target calling this endpoint: 429s halve the calls in flight.
         limiter = LIMITERS.get(self._endpoint, self.config.get("max_connections") or None)
         attempt, queued = 0, 0.0

@@ -31,6 +31,7 @@ class LitellmTarget(Target):
     """A model as the agent under test, called through ``specrun._models.client`` (no cache)."""
 
     name = "litellm"
+    trace_receiver = None  # traces: otel: the model is called from this process
     env_fields = ("params",)
     description = "A model through litellm: system prompt, tools, and an optional tool loop."
     needs_model: ClassVar[bool] = True
