@@ -7,6 +7,8 @@ One ``specrun`` run (in process) of one suite serves most tests: the SDK is impo
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -26,13 +28,12 @@ from specrun_plugins.targets.python import PythonTarget
 from support.cli import run_cli
 from support.llm_server import LLMServer
 
-from specrun import TargetError
+from specrun import Context, Message, TargetError
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "openai_agents"
 
 AGENT = """
-import asyncio, os, time
-from pathlib import Path
+import asyncio, os, threading, time
 from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner, function_tool
 from openai import AsyncOpenAI
 
@@ -45,20 +46,23 @@ def get_weather(city: str) -> str:
         raise ValueError("no such city")
     return f"sunny in {city}"
 
+STARTED, CANCELLED = threading.Event(), threading.Event()  # what the direct timeout tests wait for
+
 @function_tool
 async def slow_lookup(query: str) -> str:
     '''A lookup that outlives any case timeout.'''
-    Path(__file__).with_name("started.txt").write_text(query)
+    STARTED.set()
     try:
         await asyncio.sleep(30)
     except asyncio.CancelledError:
-        Path(__file__).with_name("cancelled.txt").write_text(query)
+        CANCELLED.set()
         raise
     return "late"
 
 @function_tool
 def stuck_lookup(query: str) -> str:
     '''A sync tool that hangs: the SDK runs it in a thread, which no timeout can stop.'''
+    STARTED.set()
     time.sleep(8)
     return "late"
 
@@ -91,15 +95,11 @@ async def complete(messages, ctx):
 
 SUITE = """
 target: python:weather_agent:agent
-cases:  # the two that wait for their timeout first: they start first, so reach their tools in time
+cases:
   - id: slow
     input: slow thing
-    timeout: 0.5s
+    timeout: 0.2s
     assertions: [{type: tool_called, name: slow_lookup}]
-  - id: stuck
-    input: stuck thing
-    timeout: 0.5s
-    assertions: [{type: tool_called, name: stuck_lookup}]
   - id: paris
     input: weather in Paris
     assertions:
@@ -110,6 +110,7 @@ cases:  # the two that wait for their timeout first: they start first, so reach 
     assertions: [{type: tool_called, name: get_weather, arguments: {city: London}}]
   - id: hello
     input: hello
+    options: {model_settings: {temperature: 0}}
     assertions: [{type: tool_not_called, name: get_weather}]
   - id: atlantis
     input: weather in Atlantis
@@ -132,6 +133,10 @@ cases:  # the two that wait for their timeout first: they start first, so reach 
   - id: bad-option
     input: hello
     options: {max_turns: "3"}
+    assertions: [{type: tool_not_called}]
+  - id: misspelt-setting
+    input: hello
+    options: {model_settings: {temprature: 0}}
     assertions: [{type: tool_not_called}]
   - id: history
     input:
@@ -197,20 +202,13 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cli_run(server: LLMServer, project: Path) -> tuple[dict[str, dict[str, Any]], float]:
-    """Each case's result record, and how long the whole run took."""
+def run(server: LLMServer, project: Path) -> dict[str, dict[str, Any]]:
+    """Each case's result record."""
     env = {**os.environ, "MOCK_LLM": server.base_url}
-    start = time.perf_counter()
     proc = run_cli(["suite.yaml", "-j", "20", "-o", "out.jsonl", "--no-history"], project, env=env)
-    seconds = time.perf_counter() - start
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = [json.loads(line) for line in (project / "out.jsonl").read_text().splitlines()]
-    return {r["id"]: r for r in lines if r["type"] == "result"}, seconds
-
-
-@pytest.fixture(scope="module")
-def run(cli_run: tuple[dict[str, dict[str, Any]], float]) -> dict[str, dict[str, Any]]:
-    return cli_run[0]
+    return {r["id"]: r for r in lines if r["type"] == "result"}
 
 
 def test_tool_assertions_pass_and_fail_on_an_agent_with_no_glue(run):
@@ -278,16 +276,43 @@ def test_a_dynamic_case_continues_the_sdks_conversation(run, server):
     assert second[2]["tool_calls"][0]["function"]["name"] == "get_weather" and second[3]["content"] == "sunny in Paris"
 
 
-def test_the_case_timeout_cancels_the_run_and_its_tools(run, project):
-    assert run["slow"]["status"] == "error" and run["slow"]["error"] == "timeout after 500ms"
-    assert (project / "started.txt").read_text() == "slow thing"  # the run got as far as the tool
-    assert (project / "cancelled.txt").read_text() == "slow thing"  # which was cancelled, not left running
+def test_the_case_timeout_makes_the_case_an_error(run):
+    assert run["slow"]["status"] == "error" and run["slow"]["error"] == "timeout after 200ms"
 
 
-def test_a_sync_tool_past_the_timeout_is_abandoned_not_waited_for(cli_run):
-    results, seconds = cli_run
-    assert results["stuck"]["error"] == "timeout after 500ms"
-    assert seconds < 5  # its tool hangs for 8 s in the SDK's thread: the run's end does not wait for it
+@pytest.fixture
+def agent_module(server: LLMServer, project: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The test project's agent module, imported here under a name of its own."""
+    monkeypatch.setenv("MOCK_LLM", server.base_url)
+    spec = importlib.util.spec_from_file_location("oai_weather_agent", project / "weather_agent.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def cancel_once_started(module: types.ModuleType, text: str) -> None:
+    """What the case timeout does, at the moment the tool runs: cancel the task awaiting ``send``."""
+    session = OpenAIAgentsAdapter().session(module.agent, Context("c1"))
+    task = asyncio.create_task(session.send([Message("user", text)]))
+    async with asyncio.timeout(10):
+        while not module.STARTED.is_set():
+            await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_cancelling_a_turn_cancels_the_run_and_its_tools(agent_module):
+    asyncio.run(cancel_once_started(agent_module, "slow thing"))
+    assert agent_module.CANCELLED.is_set()  # the tool was cancelled, not left running
+
+
+def test_a_sync_tool_past_the_timeout_is_abandoned_not_waited_for(agent_module):
+    start = time.perf_counter()
+    asyncio.run(cancel_once_started(agent_module, "stuck thing"))  # its loop closes, as a run's does
+    # The tool sleeps 8 s in the SDK's thread: the loop's close does not wait for it.
+    assert time.perf_counter() - start < 5
 
 
 def test_options_set_the_run_and_a_failed_run_keeps_its_calls(run):
@@ -295,6 +320,14 @@ def test_options_set_the_run_and_a_failed_run_keeps_its_calls(run):
     assert run["max-turns"]["error"] == "agent error: MaxTurnsExceeded: Max turns (1) exceeded"
     assert [c["result"] for c in run["max-turns"]["tool_calls"]] == ["sunny in Paris"]
     assert run["bad-option"]["error"] == 'options.max_turns must be a positive integer, not "3"'
+    assert run["misspelt-setting"]["error"].startswith(
+        "options.model_settings: unknown temprature (known: temperature,"
+    )
+
+
+def test_model_settings_reach_the_model(run, server):
+    [hello] = [r for r in server.requests if _text(r["messages"][-1]) == "hello" and "temperature" in r]
+    assert hello["temperature"] == 0  # the case without settings sent none: the agent's own
 
 
 def test_a_message_history_becomes_the_sdks_items(run, server):

@@ -9,6 +9,7 @@ user's code imported its framework (``Adapter.modules``): specrun runs without t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import importlib.metadata
 import json
@@ -181,10 +182,14 @@ def _settings(options: dict[str, Any]) -> tuple[int, Any, bool]:
     if raw is not None:
         if not isinstance(raw, dict):
             raise TargetError(f"options.model_settings must be a mapping, not {json.dumps(raw)}")
+        known = [f.name for f in dataclasses.fields(sdk.ModelSettings)]
+        unknown = sorted(set(raw) - set(known))
+        if unknown:  # the SDK drops a key it does not know, so a misspelt one would go unnoticed
+            raise TargetError(f"options.model_settings: unknown {', '.join(unknown)} (known: {', '.join(known)})")
         try:
             model_settings = sdk.ModelSettings(**raw)
-        except TypeError as exc:
-            raise TargetError(f"options.model_settings: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"options.model_settings: {' '.join(str(exc).split())}") from None
     tracing = options.get("tracing", False)
     if not isinstance(tracing, bool):
         raise TargetError(f"options.tracing must be true or false, not {json.dumps(tracing)}")
