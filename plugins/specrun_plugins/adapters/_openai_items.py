@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from specrun.plugin import Message, TargetError, ToolCall, Usage, shorten
+from specrun.plugin import Message, TargetError, ToolCall, Usage
 
 _CALL = ("tool_call_item", "handoff_call_item")
 _OUTPUT = ("tool_call_output_item", "handoff_output_item")
@@ -245,7 +245,3 @@ def pending_approvals(run: Any) -> list[str]:
     if not names:
         return []
     return [f"the run stopped for approval of {', '.join(names)}: specrun approves no tool call, so none of them ran"]
-
-
-def excerpt(value: Any) -> str:
-    return shorten(" ".join(str(value).split()), 200, "...")
