@@ -79,10 +79,14 @@ def own_failure() -> str:
 def fine() -> dict:
     return {"a": 1}
 
+@function_tool(needs_approval=True)
+def pay(amount: int) -> str:
+    return "paid"
+
 agent = Agent(
     name="weather",
     instructions="Answer about the weather.",
-    tools=[get_weather, slow_lookup, stuck_lookup, timed, own_failure, fine],
+    tools=[get_weather, slow_lookup, stuck_lookup, timed, own_failure, fine, pay],
     model=OpenAIChatCompletionsModel(model="mock", openai_client=client),
 )
 
@@ -126,6 +130,9 @@ cases:
   - id: statuses
     input: statuses
     assertions: [{type: tool_called, name: [timed, own_failure, fine], times: 3}]
+  - id: approval
+    input: pay 5
+    assertions: [{type: tool_called, name: pay}]
   - id: max-turns
     input: weather in Paris
     options: {max_turns: 1}
@@ -173,6 +180,8 @@ def weather_model() -> Any:
         if messages[-1]["role"] == "tool":
             return {"content": "It is " + "; ".join(_text(m) for m in messages if m["role"] == "tool")}
         text = _text(messages[-1])
+        if text == "pay 5":
+            return {"tool_calls": [{"name": "pay", "arguments": {"amount": 5}, "id": f"call_{next(ids)}"}]}
         if text == "statuses":
             return {"tool_calls": [{"name": n, "id": f"call_{next(ids)}"} for n in ("timed", "own_failure", "fine")]}
         if text.startswith(("slow", "stuck")):
@@ -252,6 +261,15 @@ def test_a_status_is_error_when_the_sdk_says_a_call_failed_and_unknown_when_it_c
     assert "status" not in calls["own_failure"] and calls["own_failure"]["result"] == "sorry: boom"
     assert calls["fine"]["status"] == "ok" and calls["fine"]["result"] == {"a": 1}
     assert {c["step"] for c in calls.values()} == {1}  # one model response asked for all three
+
+
+def test_a_run_stopped_for_approval_says_so(run):
+    approval = run["approval"]
+    assert approval["warnings"] == [
+        "the run stopped for approval of pay: specrun approves no tool call, so none of them ran"
+    ]
+    [call] = approval["tool_calls"]
+    assert call["arguments"] == {"amount": 5} and "result" not in call and "status" not in call
 
 
 def test_a_function_returning_a_run_result_or_a_chat_completion_is_unwrapped(run):
