@@ -11,7 +11,8 @@ never by monkeypatching. It runs in a background thread, so sync tests, async te
         server.requests  # every JSON body received
         server.raw[0], server.headers[0]  # the first request's exact body text and its headers
 
-A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments}]), ``status`` and
+A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments, id}], the id
+``call_<i>`` unless given: a conversation's later replies need ids of their own), ``status`` and
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
 ``hang`` (never reply), ``drop`` (close the connection), ``usage`` (token counts). Scripted
 behaviours are used in order; then ``responder(body)`` decides, else the reply echoes the last
@@ -140,7 +141,7 @@ class LLMServer:
         if behaviour.get("tool_calls"):
             message["tool_calls"] = [
                 {
-                    "id": f"call_{i}",
+                    "id": t.get("id", f"call_{i}"),
                     "type": "function",
                     "function": {"name": t["name"], "arguments": json.dumps(t.get("arguments", {}))},
                 }
