@@ -37,7 +37,7 @@ from .._core.data import (
     Usage,
     format_duration,
 )
-from .._core.errors import ReportError, SpecrunError, TargetError, UsageError
+from .._core.errors import ReportError, SpecrunError, TargetError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
@@ -47,6 +47,7 @@ from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
 from .._report.stream import ResultStream
+from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .lifecycle import Lifecycle
 from .plan import case_needs_model
@@ -61,10 +62,6 @@ if TYPE_CHECKING:
     from .remote import RemoteRun
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
-COPIES_PROJECT = (
-    "its cases run in a copy of the project, so approved snapshots would never reach your files;"
-    " approve with the local executor (--executor local --update-snapshots)"
-)
 
 
 class Runner:
@@ -88,10 +85,7 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
-        executor = plugins.registry.get("executor", options.executor)
-        if options.update_snapshots and executor.copies_project:
-            raise UsageError(f"--update-snapshots cannot run on the {executor.name} executor: {COPIES_PROJECT}")
-        self.executor = executor(self, options.executor_options)
+        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- what the executor may use (ExecutorHost) ------------------------------------------------
 
@@ -109,6 +103,7 @@ class Runner:
         lifecycle hooks for this run; return the summary. Every consumer is finished even when
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
+        asyncio.get_running_loop().set_default_executor(run_blocking.executor)  # asyncio.to_thread: never joined
         self._finished = [] if self.options.after_all else None
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
             self._lifecycle = lifecycle

@@ -107,6 +107,13 @@ class RunSession:
         self.options = _options(request, self.project.config)
         self.selection = CaseFilter(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = model_client(self.project, request.no_cache)
+        executor = self.plugins.registry.get("executor", self.options.executor)
+        if self.options.update_snapshots and executor.copies_project:  # said before anything runs
+            raise UsageError(
+                f"--update-snapshots cannot run on the {executor.name} executor: its cases run in a copy of the"
+                " project, so approved snapshots would never reach your files; approve with the local executor"
+                " (--executor local --update-snapshots)"
+            )
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why

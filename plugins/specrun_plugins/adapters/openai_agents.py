@@ -14,14 +14,22 @@ import functools
 import importlib.metadata
 import json
 import sys
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from specrun.plugin import Adapter, Context, Message, Response, Session, TargetError, ToolCall, Usage, shorten
+from specrun.plugin import (
+    Adapter,
+    Context,
+    Message,
+    Response,
+    Session,
+    TargetError,
+    ToolCall,
+    Usage,
+    run_blocking,
+    shorten,
+)
 
 from . import _openai_items as items
 
@@ -86,34 +94,6 @@ def read_run(run: Any, failed: set[str] | None = None, latency_ms: float | None 
     )
 
 
-class _DaemonThreads(ThreadPoolExecutor):
-    """The run loop's default executor once an SDK agent runs in it. The SDK runs a sync
-    function tool with ``asyncio.to_thread``, on the default executor, whose threads are joined
-    when the loop closes: one tool hung past its case's timeout would keep specrun from ever
-    exiting. Here each call gets a daemon thread, abandoned once its case is over, as specrun's
-    own sync agents are (``run_blocking``)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-
-        def work() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        threading.Thread(target=work, daemon=True, name="specrun-openai-agents-tool").start()
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Nothing to wait for: the threads are daemons."""
-
-
-_DAEMONS = _DaemonThreads(max_workers=1)
-
-
 class AgentsSession(Session):
     """One conversation: the first turn sends the case's messages as input items; each later
     turn continues the SDK's own history (``to_input_list()``, tool calls and outputs included)
@@ -128,7 +108,10 @@ class AgentsSession(Session):
 
     async def send(self, messages: list[Message]) -> Response:
         sdk = _sdk()
-        asyncio.get_running_loop().set_default_executor(_DAEMONS)
+        # The SDK runs a sync tool with asyncio.to_thread: on daemon threads, one hung past its
+        # case's timeout never keeps the loop's close (or specrun's exit) waiting. A run's loop has
+        # them already; a loop of the Test API or a test's own may not.
+        asyncio.get_running_loop().set_default_executor(run_blocking.executor)
         new = messages[self.seen :]
         if self.seen and new and new[0].role == "assistant":
             new = new[1:]  # the agent's own answer, which the SDK's history holds already

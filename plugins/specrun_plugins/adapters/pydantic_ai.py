@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import concurrent.futures
-import contextvars
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from specrun.plugin import Adapter, Context, Message, Response, Session, TargetError, ToolCall, Usage
+from specrun.plugin import Adapter, Context, Message, Response, Session, TargetError, ToolCall, Usage, run_blocking
 
 _FAILED = ("failed", "retried", "denied", "interrupted")  # a return's outcomes that are not a result
 _OPTIONS = ("model_settings", "usage_limits", "deps")
@@ -82,7 +79,7 @@ class PydanticAISession(Session):
         if self.options is None:
             self.options = run_options(self.agent, self.context.options)
         turn = max(1, sum(m.role == "user" for m in messages))
-        with capture_run_messages() as captured, self.agent.using_thread_executor(_DAEMON_THREADS):
+        with capture_run_messages() as captured, self.agent.using_thread_executor(run_blocking.executor):
             try:
                 result = await self.agent.run(prompt, message_history=history or None, **self.options)
             except Exception as exc:
@@ -262,27 +259,3 @@ def _output_tool(result: Any) -> str | None:
     # The output tool that returned a structured output: pydantic-ai keeps its name on the result
     # only (and serializes it as ``output_tool_name``); None for text output or a failed run.
     return getattr(result, "_output_tool_name", None)
-
-
-class _DaemonThreads(concurrent.futures.Executor):
-    """Where the agent's sync tools run: a daemon thread per call. pydantic-ai's default worker
-    threads are joined when the interpreter exits, so a tool hung past the case's timeout would
-    keep specrun from ever exiting; abandoned here, it cannot."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        context = contextvars.copy_context()
-
-        def work() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(context.run(fn, *args, **kwargs))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-        threading.Thread(target=work, daemon=True, name="specrun-pydantic-ai-tool").start()
-        return future
-
-
-_DAEMON_THREADS = _DaemonThreads()
