@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from support.asgi import serving
 from support.cli import run_cli
+from support.modules import agent_module
 
 
 @pytest.fixture(scope="module")
 def agents():
-    from agents.a2a_agent import RELEASE, app
+    server = agent_module("a2a_agent")
+    RELEASE, app = server.RELEASE, server.app
 
     with (
         serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=False)) as plain,

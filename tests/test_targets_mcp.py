@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.asgi import serving
 from support.cli import run_cli
+from support.modules import agent_module
 
 AGENTS = Path(__file__).parent / "agents"
 TOOLS = str(AGENTS / "mcp_tools.py")
@@ -19,7 +20,7 @@ TOKEN = "mcp-test-token-4711"
 
 @pytest.fixture(scope="module")
 def http_url():
-    from agents.mcp_tools import http_app
+    http_app = agent_module("mcp_tools").http_app
 
     with serving(lambda port: http_app(TOKEN)) as port:
         yield f"http://127.0.0.1:{port}/mcp"
