@@ -112,7 +112,8 @@ class Conversation:
         A checkpoint is checked (once per turn) only when every ``after`` checkpoint is reached,
         earlier or in this turn, so a model-judged checkpoint is never asked about early.
         """
-        check = Check(response, self.case, self.context, self.services, list(self.history), self.target)
+        whole = self.trajectory.response(response)
+        check = Check(response, self.case, self.context, self.services, list(self.history), self.target, whole)
         tried: set[str] = set()
         progress = True
         while progress:
