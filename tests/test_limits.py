@@ -17,9 +17,11 @@ async def answer(messages, ctx):
     kind = ctx.options.get("kind")
     if kind == "hang":
         await asyncio.Event().wait()
+    if kind == "plain":
+        return "Booked."
     calls = [specrun.ToolCall("lookup", {"n": 1}), specrun.ToolCall("book", {"n": 2})]
     usage = specrun.Usage(prompt_tokens=400, completion_tokens=100, total_tokens=500, cost=0.02)
-    return specrun.Response("Booked.", tool_calls=calls, usage=usage)
+    return specrun.Response("Booked.", tool_calls=calls, usage=None if kind == "nousage" else usage)
 
 async def talk(messages, ctx):
     turn = sum(m.role == "user" for m in messages)
@@ -37,6 +39,8 @@ cases:
   - {id: under-all, input: hi, limits: {tokens: 500, cost: 0.02, tool_calls: 2}}
   - {id: project-limit, input: hi}
   - {id: seconds-over, input: hi, options: {kind: hang}, limits: {seconds: 0.05, tool_calls: 2}}
+  - {id: calls-unknown, input: hi, options: {kind: plain}}
+  - {id: usage-unknown, input: hi, options: {kind: nousage}, limits: {cost: 1, tool_calls: 2}}
   - id: judge-tokens
     input: hi
     limits: {tokens: 600, tool_calls: 2}
@@ -163,3 +167,12 @@ def test_a_generated_case_may_tighten_the_projects_limits_never_loosen_them(tmp_
     with pytest.raises(SuiteError) as refused:
         loader.load_data([{"id": "a", "input": "hi", "limits": {"cost": 1}}], "gen", tmp_path, generated=True)
     assert "generated case 'a' may not raise limits.cost to 1, above the run's 0.05" in str(refused.value)
+
+
+def test_a_limit_on_what_the_agent_did_not_report_is_an_error_not_a_pass(run):
+    _, results = run
+    assert error(results, "calls-unknown") == (
+        "error",
+        "limits.tool_calls cannot be checked: the agent did not report its tool calls",
+    )
+    assert error(results, "usage-unknown") == ("error", "limits.cost cannot be checked: the agent reported no usage")

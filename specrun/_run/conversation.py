@@ -36,7 +36,7 @@ from .._core.errors import SpecrunError, UsageError
 from .._core.kinds import Check, Job, Session, Simulator, SimulatorState, SimulatorTurn
 from .._core.results import AssertionResult, Result
 from .._project.registry import Registry
-from .limits import LimitExceeded, Meter
+from .limits import LimitExceeded, LimitUnknown, Meter
 from .tracebacks import user_traceback
 from .turns import Trajectory, in_turn
 from .verdicts import evaluate, judge_usage
@@ -151,6 +151,8 @@ class Conversation:
             count(*args)
         except LimitExceeded as over:
             raise _Stop("failed", str(over)) from None
+        except LimitUnknown as unknown:
+            raise _Stop("error", str(unknown)) from None
 
     async def user_message(self) -> str | None:
         """What the simulated user says this turn; None when it declares its goal achieved."""

@@ -8,6 +8,7 @@ agent's usage as reported, and separately the judges' and the simulator's, each 
 limit; ``seconds`` bounds the case's time from its first call to the agent (a dynamic case's
 simulator and checkpoints included), cutting a reply short. A case
 over a limit stops there: its assertions are not judged, a dynamic case asks for no further turn.
+A limit on what the agent did not report (its tool calls, its usage, a cost) is an ``error``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .._core.data import Response, Usage
+from .._core.data import Response, Status, Usage
 from .._core.kinds import Check
 from .._core.results import Result
 from .._project.registry import Registry
@@ -28,6 +29,10 @@ _IN = " (counted in the "
 
 class LimitExceeded(Exception):
     """A case went over one of its limits; the message says which, by how much, where."""
+
+
+class LimitUnknown(Exception):
+    """A limit that cannot be checked: the agent did not report what it counts (an error)."""
 
 
 def case_limits(case_limits: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, float]:
@@ -56,7 +61,8 @@ class Meter:
             raise LimitExceeded(f"limit exceeded: {key} reached {shown}{what}, over the limit of {cap}{_IN}{where})")
 
     def spend(self, usage: Usage | None, where: str) -> None:
-        """Add ``where``'s usage (agent, judge, simulator); ``LimitExceeded`` once over."""
+        """Add ``where``'s usage (agent, judge, simulator); ``LimitExceeded`` once over,
+        ``LimitUnknown`` for a cost limit on calls whose cost was not reported."""
         if usage is None:
             return
         total = self.spent[where]
@@ -64,11 +70,19 @@ class Meter:
         self._over("tokens", total.total_tokens, where)
         if total.cost is not None:
             self._over("cost", total.cost, where)
+        elif "cost" in self.limits and usage.total_tokens:
+            raise LimitUnknown(f"limits.cost cannot be checked: the {where}'s usage says no cost")
 
     def answered(self, response: Response) -> None:
-        """Count an answer of the agent's: its tool calls and its usage."""
+        """Count an answer of the agent's: its tool calls and its usage. A limit on what the
+        agent did not report is ``LimitUnknown``: counting it as none would fake a pass."""
+        if "tool_calls" in self.limits and not response.tools_reported:
+            raise LimitUnknown("limits.tool_calls cannot be checked: the agent did not report its tool calls")
         self.tool_calls += len(response.tool_calls) if response.tools_reported else 0
         self._over("tool_calls", self.tool_calls, "agent")
+        unknown = [k for k in ("tokens", "cost") if k in self.limits]
+        if unknown and response.usage is None:
+            raise LimitUnknown(f"limits.{unknown[0]} cannot be checked: the agent reported no usage")
         self.spend(response.usage, "agent")
 
     def turn(self, number: int) -> None:
@@ -99,8 +113,9 @@ async def judged_answer(
     response, case = check.response, check.case
     try:
         meter.answered(response)
-    except LimitExceeded as over:
-        return Result(case, "failed", run=run, response=response, error=str(over), usage=response.usage)
+    except (LimitExceeded, LimitUnknown) as over:
+        status: Status = "failed" if isinstance(over, LimitExceeded) else "error"
+        return Result(case, status, run=run, response=response, error=str(over), usage=response.usage)
     verdicts = await evaluate_case(check, success_states, registry, timeout)
     usage = Usage()
     usage.add(response.usage)
@@ -111,6 +126,8 @@ async def judged_answer(
         meter.spend(judge_usage(verdicts), "judge")
     except LimitExceeded as over:
         status, error = "failed", str(over)
+    except LimitUnknown as unknown:
+        status, error = "error", str(unknown)
     return Result(
         case,
         status,
