@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,3 +215,8 @@ def test_through_the_cli_a_history_case_is_judged_and_bad_params_are_refused(jud
     )
     bad = run_cli(["validate", "bad.yaml"], tmp_path)
     assert bad.returncode == 2 and "bad.yaml:4:" in bad.stderr, bad.stderr
+
+
+def test_docs_give_each_rubric_word_for_word():
+    text = (Path(__file__).parent.parent / "docs" / "models.md").read_text("utf-8")
+    assert [kind for kind, rubric in RUBRICS.items() if f"- `{kind}`: {rubric}" not in text] == []

@@ -24,6 +24,8 @@ async def answer(messages, ctx):
     return specrun.Response("Booked.", tool_calls=calls, usage=None if kind == "nousage" else usage)
 
 async def talk(messages, ctx):
+    if ctx.options.get("kind") == "hang":
+        await asyncio.Event().wait()
     turn = sum(m.role == "user" for m in messages)
     return specrun.Response(f"reply {turn}", tool_calls=[])
 """
@@ -52,6 +54,11 @@ cases:
   - id: turns-over
     limits: {turns: 2}
     simulator: {type: scripted, turns: [one, two, three, four]}
+    checkpoints: [{id: never, assertion: {type: contains, value: zzz}}]
+  - id: seconds-dyn
+    limits: {seconds: 0.05}
+    options: {kind: hang}
+    simulator: {type: scripted, turns: [one]}
     checkpoints: [{id: never, assertion: {type: contains, value: zzz}}]
   - id: turns-under
     limits: {turns: 2}
@@ -176,3 +183,10 @@ def test_a_limit_on_what_the_agent_did_not_report_is_an_error_not_a_pass(run):
         "limits.tool_calls cannot be checked: the agent did not report its tool calls",
     )
     assert error(results, "usage-unknown") == ("error", "limits.cost cannot be checked: the agent reported no usage")
+
+
+def test_seconds_bound_a_dynamic_case_and_cut_its_turn_short(run):
+    _, results = run
+    status, message = error(results, "seconds-dyn")
+    assert status == "failed" and message.startswith("limit exceeded: seconds reached 0.0"), message
+    assert message.endswith("over the limit of 0.05 (counted in the conversation) in turn 1")
