@@ -365,6 +365,7 @@ class Case:
     simulator: dict[str, Any] | None = None
     checkpoints: list[Checkpoint] = field(default_factory=list)
     max_turns: int | None = None
+    limits: dict[str, float] = field(default_factory=dict)  # the case's and its defaults' (specrun/_run/limits.py)
     suite: Suite | None = field(default=None, repr=False, compare=False)
     target: str | dict[str, Any] | None = None  # this case's own agent, over the suite's
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # generated cases only: what --save writes

@@ -82,6 +82,9 @@ class Check:
     services: Services | None = None  # model calls, project agents and config; None outside a run
     messages: list[Message] = field(default_factory=list)
     target: str | None = None  # the type of the target that answered (python, http...), for messages
+    # A dynamic case's checkpoint: the latest answer carrying the tool calls of every turn so far
+    # (the conversation judges read them all); None: ``response`` is the whole story.
+    conversation: Response | None = None
 
 
 class AssertionType(Plugin):

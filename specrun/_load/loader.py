@@ -320,6 +320,7 @@ class Loader:
             simulator=data.get("simulator"),
             checkpoints=checkpoints,
             max_turns=data.get("max_turns"),
+            limits=dict(data.get("limits") or {}),
             suite=suite,
             target=data.get("target"),
             raw=data if suite.generated else {},
@@ -390,11 +391,11 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """A case with the suite's ``defaults`` under it: the case wins; assertions add up;
-    ``metadata`` and ``options`` merge one level deep."""
+    ``metadata``, ``options`` and ``limits`` merge one level deep."""
     if not defaults:
         return case
     merged = {**defaults, **case}
-    for key in ("metadata", "options"):
+    for key in ("metadata", "options", "limits"):
         if key in defaults and key in case:
             merged[key] = {**defaults[key], **case[key]}
     inherited = defaults.get("assertions", defaults.get("assert"))

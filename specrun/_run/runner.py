@@ -34,7 +34,6 @@ from .._core.data import (
     Context,
     Message,
     Response,
-    Usage,
     format_duration,
 )
 from .._core.errors import ReportError, SpecrunError, TargetError
@@ -50,12 +49,12 @@ from .._report.stream import ResultStream
 from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .lifecycle import Lifecycle
+from .limits import Meter, case_limits, judged_answer
 from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
 from .turns import in_turn, turn_of
-from .verdicts import combine, evaluate_case, judge_usage
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
@@ -396,15 +395,16 @@ class Runner:
         services = self.services(job.run)
         target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
         session = self.project.session(job.agent, ctx, self.connector_for(case))  # traced when the agent says
+        meter = Meter(case_limits(case.limits, self.project.config))
         try:
             if case.dynamic:
                 from .conversation import run_conversation
 
                 return await run_conversation(
-                    job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator
+                    job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, meter
                 )
             started = time.perf_counter()
-            async with asyncio.timeout(timeout) as deadline:
+            async with asyncio.timeout(meter.budget(timeout)) as deadline:
                 paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
                 try:
                     response = in_turn(Response.of(await session.send(case.input)), turn_of(case.input))
@@ -413,6 +413,8 @@ class Runner:
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
+            if over_time := meter.out_of_time(timeout):
+                return Result(case, "failed", run=job.run, error=over_time)
             return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
             done = in_turn(exc.response, turn_of(case.input))
@@ -430,19 +432,7 @@ class Runner:
                     async with asyncio.timeout(10):
                         await session.close()
         check = Check(response, case, ctx, services, case.input, target.name)
-        verdicts = await evaluate_case(check, target.success_states, self.plugins.registry, timeout)
-        usage = Usage()
-        usage.add(response.usage)
-        usage.add(judge_usage(verdicts))
-        has_usage = response.usage is not None or any((v.details or {}).get("usage") for v in verdicts)
-        return Result(
-            case,
-            combine(verdicts),
-            run=job.run,
-            response=response,
-            assertions=verdicts,
-            usage=usage if has_usage else None,
-        )
+        return await judged_answer(check, target.success_states, self.plugins.registry, timeout, meter, job.run)
 
     # -- results --------------------------------------------------------------------------------
 

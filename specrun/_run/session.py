@@ -143,7 +143,12 @@ class RunSession:
         allowed = frozenset(
             a.removeprefix("agents:") for a in (self.project.config.get("generated") or {}).get("agents", [])
         )
-        limits = GeneratedLimits(allowed, self.options.timeout, self.options.min_pass_rate)
+        limits = GeneratedLimits(
+            allowed,
+            self.options.timeout,
+            self.options.min_pass_rate,
+            case_limits=self.project.config.get("limits") or {},
+        )
         loader = Loader(registry, limits)
         context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:

@@ -124,13 +124,16 @@ async def model_judge(
     version: str,
     what: str,
     sample: int = 1,
+    system: str = JUDGE_SYSTEM,
+    prompt: str | None = None,
 ) -> Parsed[JudgeReply]:
     """Ask the run's judge model (``sample``: which of the assertion's samples); an unusable
-    reply is asked for once more, then a problem."""
+    reply is asked for once more, then a problem. ``system`` and ``prompt`` replace the
+    response judge's own (the conversation judges read the whole conversation)."""
     client = services_of(check, what).models
     messages = [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": judge_prompt(check, criteria, threshold, expected)},
+        {"role": "system", "content": system},
+        {"role": "user", "content": prompt or judge_prompt(check, criteria, threshold, expected)},
     ]
     return await client.complete_json(
         messages,
