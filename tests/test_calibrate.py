@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
 from pathlib import Path
 
+import aiohttp
 import pytest
 from support.cli import run_cli
 from support.llm_server import LLMServer, data_section
+
+from specrun._history.store import History
+from specrun.viewer.app import Viewer, serve
+from specrun.viewer.store import Store
 
 
 def judged(body: dict) -> str:
@@ -114,14 +121,14 @@ def test_per_case_and_per_assertion(calibrated):
 
 def test_disagreements_and_undecided_verdicts_are_listed(calibrated):
     _, result, _ = calibrated
-    assert [(d["line"], d["human"], d["judge"], d["output"]) for d in result["disagreements"]] == [
-        (3, "fail", "passed", "Lyon GOOD"),
-        (5, "pass", "failed", "Paris"),
-        (10, "fail", "passed", "Nice GOOD"),
+    assert [(d["where"], d["human"], d["judge"], d["output"]) for d in result["disagreements"]] == [
+        ("labels.jsonl:3", "fail", "passed", "Lyon GOOD"),
+        ("labels.jsonl:5", "pass", "failed", "Paris"),
+        ("labels.jsonl:10", "fail", "passed", "Nice GOOD"),
     ]
     assert result["disagreements"][0]["reason"] == "judged Lyon GOOD"
     (error,) = result["errors"]
-    assert error["line"] == 9 and error["judge"] == "error" and "verdict" in error["reason"]
+    assert error["where"] == "labels.jsonl:9" and error["judge"] == "error" and "verdict" in error["reason"]
 
 
 def test_the_table_and_the_min_kappa_gate(calibrated, server):
@@ -160,3 +167,74 @@ def test_a_bad_labels_file_names_each_bad_line_and_exits_2(tmp_path, server):
     assert "labels.jsonl:5:1: case 'plain' has no model-backed assertion" in err
     assert "labels.jsonl:6:1: not JSON" in err
     assert "Traceback" not in err and not server.requests  # nothing judged before the file is right
+
+
+BOT = """
+def answer(messages, ctx):
+    return {"What is the capital of France?": "Paris GOOD", "Say hello": "Hello"}.get(messages[-1].text, "hi")
+"""
+
+
+async def label_in_viewer(root: Path, choices: dict[str, str], origin: str | None = None) -> list[int]:
+    """Press I agree / I disagree (``choices``: case id -> verdict) on the latest run's page of
+    ``specrun view``; the statuses of the answers. Every label form is on a judged assertion."""
+    history = History.open(root, {})
+    runner, url = await serve(Viewer(Store(history), root, "127.0.0.1"), 0)
+    statuses = []
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{url}run", params={"id": str(history.runs(1)[0]["id"])}) as page:
+                forms = re.findall(r'<form class="label".*?</form>', await page.text())
+            assert len(forms) == 2  # the llm assertions of capital and tone; not contains, nor plain's
+            for case_id, verdict in choices.items():
+                form = next(f for f in forms if f'name="case" value="{case_id}"' in f)
+                fields = {k: v for k, v in re.findall(r'name="(\w+)" value="([^"]*)"', form) if k != "verdict"}
+                headers = {"Origin": origin} if origin else {}
+                async with http.post(f"{url}label", data={**fields, "verdict": verdict}, headers=headers) as done:
+                    statuses.append(done.status)
+                    if done.status == 200:
+                        assert f"Labelled: {case_id} llm #" in await done.text()
+            async with http.post(f"{url}label", data={**fields, "token": "stale", "verdict": "agree"}) as stale:
+                statuses.append(stale.status)
+    finally:
+        await runner.cleanup()
+        history.close()
+    return statuses
+
+
+def test_labels_given_in_the_viewer_are_what_calibrate_reads_without_labels(tmp_path, server):
+    project(tmp_path)
+    (tmp_path / "bot.py").write_text(BOT)
+    (tmp_path / "agent.yaml").write_text("target: python:bot:answer\n")
+    env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
+    assert run_cli(["suite.yaml"], tmp_path, env).returncode == 1  # tone's judge fails "Hello"
+    foreign = asyncio.run(label_in_viewer(tmp_path, {"capital": "agree"}, origin="http://evil.example"))
+    assert foreign == [403, 403] and History.open(tmp_path, {}).labels() == []
+    # capital: the judge passed "Paris GOOD", the person disagrees (fail); tone: the judge failed, agreed (fail)
+    assert asyncio.run(label_in_viewer(tmp_path, {"capital": "disagree", "tone": "agree"})) == [200, 200, 403]
+    rows = History.open(tmp_path, {}).labels()
+    assert [(r["case_id"], r["assertion"], r["human"], r["output"]) for r in rows] == [
+        ("capital", 1, "fail", "Paris GOOD"),
+        ("tone", 2, "fail", "Hello"),
+    ]
+    done = run_cli(["calibrate", "suite.yaml", "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["labels"] == "the run history" and result["matrix"] == {"tp": 0, "tn": 1, "fp": 1, "fn": 0}
+    assert (result["agreement"], result["kappa"], result["tpr"], result["tnr"]) == (0.5, 0.0, None, 0.5)
+    assert [a["assertion"] for a in result["assertions"]] == ["llm #1", "llm #2"]  # tone's contains: not judged
+    # the person changes their mind: the new label replaces the old one
+    assert asyncio.run(label_in_viewer(tmp_path, {"capital": "agree"}))[0] == 200
+    result = json.loads(run_cli(["calibrate", "suite.yaml", "--json"], tmp_path, env).stdout)
+    assert result["matrix"] == {"tp": 1, "tn": 1, "fp": 0, "fn": 0} and result["kappa"] == 1.0
+
+
+def test_without_labels_anywhere_calibrate_says_where_they_come_from(tmp_path, server):
+    project(tmp_path)
+    History.open(tmp_path, {}, create=True).close()
+    proc = calibrate(tmp_path, server)  # --labels given: the history is not read
+    assert proc.returncode == 0
+    env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
+    bare = run_cli(["calibrate", "suite.yaml"], tmp_path, env)
+    assert bare.returncode == 2 and "no labels for these suites in the run history" in bare.stderr
+    assert "specrun view" in bare.stderr and "--labels FILE" in bare.stderr

@@ -5,6 +5,10 @@ line (optionally ``input``, the conversation the output answers when it is not t
 and ``agent``, who wrote it). Each output is judged by its case's model-backed assertions (those
 whose type ``uses_model``), exactly as a run judges an agent's answer, with no agent called;
 each (output, assertion) verdict is one pair against the label (:mod:`specrun._judges.agreement`).
+
+Labels also come from the run history: a person marks a judged result in the viewer "I agree"
+or "I disagree" (``specrun.viewer.app``), which labels that output for that one assertion
+(:func:`history_labels`).
 """
 
 from __future__ import annotations
@@ -33,9 +37,10 @@ class Label:
     case: Case
     output: str
     human_passed: bool
-    line: int
+    where: str  # labels.jsonl:3, or the history's run and repetition
     messages: list[Message]
     agent: str | None = None
+    assertion: int | None = None  # the 1-based place of the one assertion it labels (the viewer's); None: all
 
 
 @dataclass
@@ -72,7 +77,7 @@ def read_labels(path: Path, cases: Mapping[str, Case], judged: Mapping[str, list
         if not line.strip():
             continue
         try:
-            labels.append(_label(line, number, cases, judged))
+            labels.append(_label(line, f"{path}:{number}", cases, judged))
         except ValueError as exc:
             problems.append(Problem(str(path), number, 1, str(exc)))
     if not labels and not problems:
@@ -82,7 +87,7 @@ def read_labels(path: Path, cases: Mapping[str, Case], judged: Mapping[str, list
     return labels
 
 
-def _label(line: str, number: int, cases: Mapping[str, Case], judged: Mapping[str, list[Any]]) -> Label:
+def _label(line: str, where: str, cases: Mapping[str, Case], judged: Mapping[str, list[Any]]) -> Label:
     try:
         data = json.loads(line)
     except ValueError as exc:
@@ -106,7 +111,30 @@ def _label(line: str, number: int, cases: Mapping[str, Case], judged: Mapping[st
     if not judged[case_id]:
         raise ValueError(f"case {case_id!r} has no model-backed assertion (llm, agent, ...) to calibrate")
     messages = _messages(data["input"]) if "input" in data else case.input
-    return Label(case, output, human == "pass", number, messages, agent)
+    return Label(case, output, human == "pass", where, messages, agent)
+
+
+def history_labels(
+    rows: Iterable[Mapping[str, Any]], cases: Mapping[tuple[str, str], Case], judged: Mapping[str, list[Any]]
+) -> tuple[list[Label], int]:
+    """The history's labels (rows of its ``labels`` table) of the ``cases`` given by (suite key,
+    case id), each for the one assertion it was given on; and how many were left out: of
+    another suite, a case gone, or an assertion that is no longer a model-backed one there."""
+    labels, left_out = [], 0
+    for row in rows:
+        case = cases.get((str(row.get("suite")), str(row.get("case_id"))))
+        place = row.get("assertion")
+        if case is None or not any(name.endswith(f" #{place}") for name, _ in judged.get(case.id, [])):
+            left_out += 1
+            continue
+        try:  # the conversation as recorded; one with attachments is judged as the case asks it
+            messages = _messages(row.get("input"))
+        except ValueError:
+            messages = case.input
+        where = f"run {row.get('run_id')} #{row.get('run_index')}"
+        human, agent = row.get("human") == "pass", str(row.get("agent") or "") or None
+        labels.append(Label(case, str(row.get("output") or ""), human, where, messages, agent, place))
+    return labels, left_out
 
 
 def _messages(value: Any) -> list[Message]:
@@ -130,6 +158,8 @@ async def judge_labels(labels: list[Label], runner: Any, registry: Any, parallel
 
     async def one(label: Label) -> list[Pair]:
         named = judged_assertions(label.case, registry, config)
+        if label.assertion is not None:
+            named = [(name, a) for name, a in named if name.endswith(f" #{label.assertion}")]
         check = Check(
             Response(label.output),
             label.case,
@@ -146,7 +176,7 @@ async def judge_labels(labels: list[Label], runner: Any, registry: Any, parallel
     return [pair for pairs in judged for pair in pairs]
 
 
-def report(pairs: Iterable[Pair], labels_file: str) -> dict[str, Any]:
+def report(pairs: Iterable[Pair], labels_from: str) -> dict[str, Any]:
     """Overall numbers at the top level, then per case, per assertion, the disagreements and the
     verdicts that could not be reached (``errors``)."""
     overall = Confusion()
@@ -168,7 +198,7 @@ def report(pairs: Iterable[Pair], labels_file: str) -> dict[str, Any]:
             disagreements.append(_entry(pair))
     return {
         **overall.to_dict(),
-        "labels": labels_file,
+        "labels": labels_from,
         "cases": [{"case": c, **m.to_dict()} for c, m in cases.items()],
         "assertions": [{"case": c, "assertion": a, **m.to_dict()} for (c, a), m in assertions.items()],
         "disagreements": disagreements,
@@ -181,7 +211,7 @@ def _entry(pair: Pair) -> dict[str, Any]:
     entry = {
         "case": pair.label.case.id,
         "assertion": pair.assertion,
-        "line": pair.label.line,
+        "where": pair.label.where,
         "human": "pass" if pair.label.human_passed else "fail",
         "judge": pair.result.status,
         "output": output if len(output) <= EXCERPT else output[: EXCERPT - 1] + "…",

@@ -15,9 +15,9 @@ import click
 @click.option(
     "--labels",
     "labels_file",
-    required=True,
     type=click.Path(path_type=Path, dir_okay=False),
-    help='JSON Lines: {"case": ID, "output": TEXT, "human": "pass"|"fail"} (optional input, agent).',
+    help='JSON Lines: {"case": ID, "output": TEXT, "human": "pass"|"fail"} (optional input, agent);'
+    " default: the labels given in `specrun view`.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the table.")
 @click.option(
@@ -26,10 +26,14 @@ import click
     help="Exit 1 when Cohen's kappa over every pair is below this (or cannot be computed).",
 )
 @click.option("--no-cache", is_flag=True, help="Ask the judge again rather than reuse cached verdicts.")
-def command(suites: tuple[str, ...], labels_file: Path, as_json: bool, min_kappa: float | None, no_cache: bool) -> None:
+def command(
+    suites: tuple[str, ...], labels_file: Path | None, as_json: bool, min_kappa: float | None, no_cache: bool
+) -> None:
     """Judge the labelled outputs of LABELS with the SUITES' model-backed assertions and compare.
 
     \b
+    Without --labels, the labels a person gave in `specrun view` (I agree / I disagree with a
+    judge's verdict, kept in the run history) are used, each for the assertion it was given on.
     No agent is called: each output is judged by its case's llm/agent/... assertions as a run
     would judge it, and each verdict is compared with the person's label. Prints n, agreement,
     Cohen's kappa and the true-positive and true-negative rates ("pass" is positive, the person
@@ -51,7 +55,7 @@ def command(suites: tuple[str, ...], labels_file: Path, as_json: bool, min_kappa
             raise click.exceptions.Exit(1)
 
 
-async def _calibrate(suites: list[str], labels_file: Path, no_cache: bool) -> dict[str, Any]:
+async def _calibrate(suites: list[str], labels_file: Path | None, no_cache: bool) -> dict[str, Any]:
     from .._judges.calibration import judge_labels, judged_assertions, read_labels, report
     from .._run.session import RunRequest, RunSession
 
@@ -61,14 +65,41 @@ async def _calibrate(suites: list[str], labels_file: Path, no_cache: bool) -> di
         loaded = await session.load()
         cases = {case.id: case for suite in loaded for case in suite.cases}
         judged = {case_id: judged_assertions(case, registry, config) for case_id, case in cases.items()}
-        labels = read_labels(labels_file, cases, judged)
+        if labels_file is not None:
+            labels, source = read_labels(labels_file, cases, judged), str(labels_file)
+        else:
+            labels, source = _history_labels(session, loaded, judged), "the run history"
         if session.models is not None:  # litellm's import, if a judge needs it, off the clock
             session.models.preload([(a.params.get("model"), None) for named in judged.values() for _, a in named])
             await session.models.ready()
         pairs = await judge_labels(labels, session.runner, registry, session.options.parallel)
     finally:
         await session.aclose()
-    return report(pairs, str(labels_file))
+    return report(pairs, source)
+
+
+def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any]) -> list[Any]:
+    """The labels given in the viewer to the cases of ``suites``; a UsageError when there are none."""
+    from .._core.errors import UsageError
+    from .._history.store import History, suite_key
+    from .._judges.calibration import history_labels
+
+    root = session.project.root
+    cases = {(suite_key(s.path, root), c.id): c for s in suites for c in s.cases}
+    history = History.open(root, session.project.config)  # a HistoryError says why not (off, missing)
+    try:
+        labels, left_out = history_labels(history.labels(), cases, judged)
+    finally:
+        history.close()
+    if not labels:
+        other = f" ({left_out} of other cases or assertions)" if left_out else ""
+        raise UsageError(
+            f"no labels for these suites in the run history{other}: mark judged results"
+            " I agree / I disagree in `specrun view`, or pass --labels FILE"
+        )
+    if left_out:
+        click.echo(f"{left_out} label(s) of the history are of other suites, cases or assertions: left out", err=True)
+    return labels
 
 
 def _rate(value: float | None) -> str:
@@ -87,7 +118,7 @@ def _line(name: str, numbers: dict[str, Any]) -> str:
 def _print(result: dict[str, Any]) -> None:
     from .._core.redact import redact
 
-    lines = [_line("overall", result)]
+    lines = [f"labels from {result['labels']}", _line("overall", result)]
     for case in result["cases"]:
         lines.append(_line(f"case {case['case']}", case))
         lines.extend(_line(f"  {a['assertion']}", a) for a in result["assertions"] if a["case"] == case["case"])
@@ -96,7 +127,7 @@ def _print(result: dict[str, Any]) -> None:
             lines.append(f"{title} ({len(entries)}):")
         for e in entries:
             lines.append(
-                f"  {result['labels']}:{e['line']} {e['case']} {e['assertion']}: human {e['human']},"
+                f"  {e['where']} {e['case']} {e['assertion']}: human {e['human']},"
                 f" judge {e['judge']}: {json.dumps(e['output'], ensure_ascii=False)}"
             )
             lines.append(f"    reason: {e['reason'] or '(none given)'}")
