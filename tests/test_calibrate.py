@@ -149,7 +149,7 @@ def test_a_bad_labels_file_names_each_bad_line_and_exits_2(tmp_path, server):
     project(
         tmp_path,
         [
-            json.dumps({"case": "capital", "output": "Paris", "human": "pass"}),
+            "\ufeff" + json.dumps({"case": "capital", "output": "Paris", "human": "pass"}),  # a BOM: fine
             json.dumps({"case": "nope", "output": "x", "human": "pass"}),
             json.dumps({"case": "capital", "human": "pass"}),
             json.dumps({"case": "capital", "output": "x", "human": "yes"}),
@@ -166,6 +166,7 @@ def test_a_bad_labels_file_names_each_bad_line_and_exits_2(tmp_path, server):
     assert 'labels.jsonl:4:1: `human` must be "pass" or "fail", not "yes"' in err
     assert "labels.jsonl:5:1: case 'plain' has no model-backed assertion" in err
     assert "labels.jsonl:6:1: not JSON" in err
+    assert "labels.jsonl:1:" not in err and err.count("labels.jsonl:") == 5
     assert "Traceback" not in err and not server.requests  # nothing judged before the file is right
 
 
@@ -202,6 +203,14 @@ async def label_in_viewer(root: Path, choices: dict[str, str], origin: str | Non
     return statuses
 
 
+def kept_labels(root: Path) -> list[dict]:
+    history = History.open(root, {})
+    try:
+        return history.labels()
+    finally:
+        history.close()
+
+
 def test_labels_given_in_the_viewer_are_what_calibrate_reads_without_labels(tmp_path, server):
     project(tmp_path)
     (tmp_path / "bot.py").write_text(BOT)
@@ -209,10 +218,10 @@ def test_labels_given_in_the_viewer_are_what_calibrate_reads_without_labels(tmp_
     env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
     assert run_cli(["suite.yaml"], tmp_path, env).returncode == 1  # tone's judge fails "Hello"
     foreign = asyncio.run(label_in_viewer(tmp_path, {"capital": "agree"}, origin="http://evil.example"))
-    assert foreign == [403, 403] and History.open(tmp_path, {}).labels() == []
+    assert foreign == [403, 403] and kept_labels(tmp_path) == []
     # capital: the judge passed "Paris GOOD", the person disagrees (fail); tone: the judge failed, agreed (fail)
     assert asyncio.run(label_in_viewer(tmp_path, {"capital": "disagree", "tone": "agree"})) == [200, 200, 403]
-    rows = History.open(tmp_path, {}).labels()
+    rows = kept_labels(tmp_path)
     assert [(r["case_id"], r["assertion"], r["human"], r["output"]) for r in rows] == [
         ("capital", 1, "fail", "Paris GOOD"),
         ("tone", 2, "fail", "Hello"),

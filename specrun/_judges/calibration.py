@@ -65,11 +65,12 @@ def judged_assertions(case: Case, registry: Any, config: dict[str, Any]) -> list
     ]
 
 
-def read_labels(path: Path, cases: Mapping[str, Case], judged: Mapping[str, list[Any]]) -> list[Label]:
+def read_labels(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> list[Label]:
     """Every label of ``path``; a ``SuiteError`` lists each bad line (file:line and what is wrong):
-    not a JSON object, a missing or mistyped field, an unknown case, a case with nothing to judge."""
+    not a JSON object, a missing or mistyped field, an unknown case (None in ``cases``: an id
+    that several suites use), a case with nothing to judge."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no mistake
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError([Problem(str(path), 1, 1, f"cannot read the labels file: {exc}")]) from None
     labels, problems = [], []
@@ -87,7 +88,7 @@ def read_labels(path: Path, cases: Mapping[str, Case], judged: Mapping[str, list
     return labels
 
 
-def _label(line: str, where: str, cases: Mapping[str, Case], judged: Mapping[str, list[Any]]) -> Label:
+def _label(line: str, where: str, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Label:
     try:
         data = json.loads(line)
     except ValueError as exc:
@@ -108,6 +109,8 @@ def _label(line: str, where: str, cases: Mapping[str, Case], judged: Mapping[str
     if agent is not None and not isinstance(agent, str):
         raise ValueError("`agent` must be a string")
     case = cases[case_id]
+    if case is None:
+        raise ValueError(f"case {case_id!r} is in more than one of the suites: calibrate them one at a time")
     if not judged[case_id]:
         raise ValueError(f"case {case_id!r} has no model-backed assertion (llm, agent, ...) to calibrate")
     messages = _messages(data["input"]) if "input" in data else case.input

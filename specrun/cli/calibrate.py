@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,16 @@ def command(
     """
     result = asyncio.run(_calibrate(list(suites), labels_file, no_cache))
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False, indent=2))
+        from .._core.redact import redact
+
+        click.echo(redact(json.dumps(result, ensure_ascii=False, indent=2)))  # outputs may quote secrets
     else:
         _print(result)
     if min_kappa is not None:
         kappa = result["kappa"]
         if kappa is None or kappa < min_kappa:
-            shown = "cannot be computed" if kappa is None else f"{kappa:.2f}"
-            click.echo(f"specrun: kappa {shown} is below --min-kappa {min_kappa:g}", err=True)
+            why = "cannot be computed for" if kappa is None else f"{kappa:.2f} is below"
+            click.echo(f"specrun: kappa {why} --min-kappa {min_kappa:g}", err=True)
             raise click.exceptions.Exit(1)
 
 
@@ -63,10 +66,13 @@ async def _calibrate(suites: list[str], labels_file: Path | None, no_cache: bool
     try:
         registry, config = session.plugins.registry, session.project.config
         loaded = await session.load()
-        cases = {case.id: case for suite in loaded for case in suite.cases}
+        every = [case for suite in loaded for case in suite.cases]
+        cases = {case.id: case for case in every}
         judged = {case_id: judged_assertions(case, registry, config) for case_id, case in cases.items()}
+        twice = {case_id for case_id, count in Counter(c.id for c in every).items() if count > 1}
         if labels_file is not None:
-            labels, source = read_labels(labels_file, cases, judged), str(labels_file)
+            named = {case_id: None if case_id in twice else case for case_id, case in cases.items()}
+            labels, source = read_labels(labels_file, named, judged), str(labels_file)
         else:
             labels, source = _history_labels(session, loaded, judged), "the run history"
         if session.models is not None:  # litellm's import, if a judge needs it, off the clock
