@@ -247,3 +247,16 @@ def test_without_labels_anywhere_calibrate_says_where_they_come_from(tmp_path, s
     bare = run_cli(["calibrate", "suite.yaml"], tmp_path, env)
     assert bare.returncode == 2 and "no labels for these suites in the run history" in bare.stderr
     assert "specrun view" in bare.stderr and "--labels FILE" in bare.stderr
+
+
+def test_a_label_may_give_the_conversation_its_output_answers_and_who_wrote_it(tmp_path, server):
+    label = {"case": "capital", "output": "Rome", "human": "pass", "input": "And of Italy?", "agent": "bot-v2"}
+    project(tmp_path, [json.dumps(label)])
+    server.requests.clear()
+    proc = calibrate(tmp_path, server, "--json")
+    assert proc.returncode == 0, proc.stderr
+    (request,) = server.requests
+    conversation = data_section(request["messages"][1]["content"])[0]["conversation"]
+    assert conversation == [{"role": "user", "content": "And of Italy?"}]  # not the case's own input
+    (disagreement,) = json.loads(proc.stdout)["disagreements"]
+    assert disagreement["agent"] == "bot-v2" and disagreement["judge"] == "failed"
