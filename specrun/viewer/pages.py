@@ -11,7 +11,7 @@ from .store import Entry, Store
 from .transcript import transcript
 
 MAX_CASES = 300  # cases a run page lists with their transcripts before "show all"
-Approve = Callable[[dict[str, Any], int], str]  # (a case row, assertion index) -> the approve form
+Approve = Callable[..., str]  # (a case row, assertion index, kind: approve|label) -> the form
 
 
 def status_buttons(entries: list[Entry], target: str, placeholder: str) -> str:

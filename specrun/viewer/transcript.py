@@ -5,6 +5,7 @@ result record the history stored."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .._history.snapshots import Snapshot
@@ -104,7 +105,7 @@ def trace_tree(trace: Any) -> str:
                 continue
             shown.add(id(span))
             failed = span.get("status") == "error"
-            mark = f' {badge("error")} {e(span.get("message") or "")}' if failed else ""
+            mark = f" {badge('error')} {e(span.get('message') or '')}" if failed else ""
             label = _span_label(span)
             below = items(span.get("span_id"), depth + 1) if span.get("span_id") is not None else ""
             out.append(
@@ -160,6 +161,8 @@ def _assertions(record: dict[str, Any], approve: Any) -> str:
         action = ""
         if a.get("status") != "passed" and Snapshot.from_details(details) is not None and approve is not None:
             action = approve(i)
+        if a.get("status") in ("passed", "failed") and "reason" in details and approve is not None:
+            action += approve(i, "label")  # a judge's verdict: does the person agree with it?
         expected = pre(a["expected"]) if "expected" in a else ""
         actual = pre(a["actual"]) if "actual" in a else ""
         rows.append(
@@ -220,14 +223,15 @@ def _checked(row: dict[str, Any], record: dict[str, Any], approve: Any) -> str:
 
 
 def transcript(entry: Entry, approve: Any = None) -> str:
-    """Every repetition of a case (``approve(index, assertion)`` makes a snapshot's button)."""
+    """Every repetition of a case (``approve(row, assertion index, kind)`` makes a snapshot's
+    Approve button, kind ``label`` the I agree / I disagree buttons of a judge's verdict)."""
     records = entry.results()
     if len(records) == 1:
-        return _checked(entry.rows[0], records[0], approve and (lambda i: approve(entry.rows[0], i)))
+        return _checked(entry.rows[0], records[0], approve and partial(approve, entry.rows[0]))
     out = []
     for row, record in zip(entry.rows, records, strict=True):
         title = f"Run {row['run_index']}: {row['status']} ({ms(row['duration_ms'])})"
-        body = _checked(row, record, approve and (lambda i, row=row: approve(row, i)))
+        body = _checked(row, record, approve and partial(approve, row))
         out.append(
             f"<details{' open' if row['status'] != 'passed' else ''}><summary>{e(title)}</summary>{body}</details>"
         )
