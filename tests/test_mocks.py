@@ -1,0 +1,147 @@
+"""Mocked tools (``tools:``): a python agent uses them through the mcp client at ctx.mcp_url;
+its calls are the case's tool calls; a call no mock answers fails the case; two cases in flight
+at once each see their own mocks; bad declarations are exit 2 with file:line. Through the CLI,
+in process: one run of one suite serves the run-level tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import run_cli
+
+AGENT = Path(__file__).parent / "agents" / "mcp_mocked_agent.py"
+
+
+def plan(*calls: Any, **flags: bool) -> str:
+    return json.dumps({"calls": [list(c) for c in calls], **flags})
+
+
+ORDER_1, REFUND = ("lookup_order", {"id": 1}), ("refund", {"id": 1, "why": "late"})
+SUITE = {
+    "defaults": {
+        "tools": [
+            {
+                "name": "lookup_order",
+                "description": "Find an order by id.",
+                "input_schema": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+                "when": [
+                    {"arguments": {"id": 1}, "returns": {"status": "shipped"}},
+                    {"arguments": {"id": 2}, "error": "order 2 is archived"},
+                ],
+            },
+            {"name": "refund", "returns": "refunded"},
+        ]
+    },
+    "cases": [
+        {
+            "id": "uses-tools",
+            "input": plan(ORDER_1, REFUND),
+            "assert": [
+                {"type": "tool_called", "name": "lookup_order", "arguments": {"id": 1}, "status": "ok", "times": 1},
+                {"type": "tool_order", "names": ["lookup_order", "refund"]},
+                {"type": "contains", "value": 'lookup_order,refund | {"status": "shipped"} | refunded'},
+            ],
+        },
+        {
+            "id": "wrong-order",
+            "input": plan(ORDER_1, REFUND),
+            "assert": {"type": "tool_order", "names": ["refund", "lookup_order"]},
+        },
+        {
+            "id": "mocked-errors",  # one declared with error:, one whose arguments its input_schema rejects
+            "input": plan(("lookup_order", {"id": 2}), ("lookup_order", {"id": "one"})),
+            "assert": [
+                {"type": "tool_called", "name": "lookup_order", "status": "error", "times": 2},
+                {"type": "contains", "value": "error: order 2 is archived | error: arguments do not match"},
+            ],
+        },
+        {
+            "id": "unmocked-raised",
+            "input": plan(("delete_account", {"user": "ann"})),
+            "assert": {"type": "contains", "value": "never"},
+        },
+        {
+            "id": "unmatched-caught",
+            "input": plan(("lookup_order", {"id": 3}), catch=True),
+            "assert": {"type": "contains", "value": "MCP error"},
+        },
+        *(
+            {  # each its own whoami; pair-a's refund replaces the defaults' (tools merge by name)
+                "id": f"pair-{who}",
+                "tools": [
+                    {"name": "whoami", "returns": who},
+                    *([{"name": "refund", "returns": "denied"}] * (who == "a")),
+                ],
+                "input": plan(("whoami", {}), ("refund", {}), meet=True),
+                "assert": [
+                    {"type": "equals", "value": f"lookup_order,refund,whoami | {who} | {refund}"},
+                    {"type": "tool_called", "name": "whoami", "times": 1},
+                ],
+            }
+            for who, refund in (("a", "denied"), ("b", "refunded"))
+        ),
+    ],
+}
+
+
+def project(root: Path, suite: Any) -> Path:
+    (root / "specrun.yaml").write_text("")
+    (root / "agent.yaml").write_text(json.dumps({"target": "python:mcp_mocked_agent:agent"}))
+    shutil.copy(AGENT, root / "mcp_mocked_agent.py")
+    (root / "suite.yaml").write_text(suite if isinstance(suite, str) else json.dumps(suite))
+    return root
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, dict[str, Any]]]:
+    root = project(tmp_path_factory.mktemp("mocks"), SUITE)
+    done = run_cli(["run", "suite.yaml", "--parallel", "8", "-o", "out.jsonl"], root)
+    lines = [json.loads(line) for line in (root / "out.jsonl").read_text().splitlines()]
+    return done, {r["id"]: r for r in lines if r.get("type") == "result"}
+
+
+def test_an_agent_uses_the_mocks_and_its_calls_are_the_cases_evidence(run):
+    done, results = run
+    assert results["uses-tools"]["status"] == "passed", results["uses-tools"]
+    calls = results["uses-tools"]["tool_calls"]
+    assert [(c["name"], c["arguments"], c["result"], c["status"]) for c in calls] == [
+        ("lookup_order", {"id": 1}, {"status": "shipped"}, "ok"),
+        ("refund", {"id": 1, "why": "late"}, "refunded", "ok"),
+    ]
+    assert results["wrong-order"]["status"] == "failed"
+    assert done.returncode == 1
+
+
+def test_a_mock_fails_a_call_by_error_or_by_its_input_schema(run):
+    _, results = run
+    assert results["mocked-errors"]["status"] == "passed", results["mocked-errors"]
+    declared, rejected = results["mocked-errors"]["tool_calls"]
+    assert (declared["result"], declared["status"]) == ("order 2 is archived", "error")
+    assert rejected["result"].startswith("arguments do not match the input_schema of lookup_order: ")
+
+
+@pytest.mark.parametrize(
+    ("case", "named"),
+    [
+        ("unmocked-raised", 'delete_account {"user": "ann"} is not mocked (no tool of that name is mocked)'),
+        ("unmatched-caught", 'lookup_order {"id": 3} is not mocked (no `when` of its mock matches the arguments)'),
+    ],
+)
+def test_a_call_no_mock_answers_fails_the_case_naming_it(run, case, named):
+    done, results = run
+    result = results[case]
+    assert result["status"] == "failed", result
+    failing = [a for a in result["assertions"] if a["status"] == "failed" and a["type"] == "tools"]
+    assert len(failing) == 1 and named in failing[0]["message"], result["assertions"]
+    assert named in done.stdout
+
+
+def test_two_cases_in_flight_keep_their_own_mocks(run):
+    _, results = run
+    for who in ("a", "b"):
+        assert results[f"pair-{who}"]["status"] == "passed", results[f"pair-{who}"]
+        assert [c["result"] for c in results[f"pair-{who}"]["tool_calls"]][:1] == [who]
