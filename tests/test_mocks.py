@@ -145,3 +145,51 @@ def test_two_cases_in_flight_keep_their_own_mocks(run):
     for who in ("a", "b"):
         assert results[f"pair-{who}"]["status"] == "passed", results[f"pair-{who}"]
         assert [c["result"] for c in results[f"pair-{who}"]["tool_calls"]][:1] == [who]
+
+
+BAD = """\
+defaults:
+  tools:
+    - name: lookup
+      returns: 1
+    - name: lookup
+      returns: 2
+cases:
+  - id: schema-errors
+    input: hi
+    tools:
+      - name: typo
+        return: 1
+      - name: has space
+        returns: 1
+  - id: rule-errors
+    input: hi
+    tools:
+      - name: nothing
+      - name: both
+        returns: 1
+        error: no
+      - name: branches
+        when:
+          - arguments: {a: 1}
+      - name: schema
+        input_schema: {type: nope}
+        returns: 1
+"""
+
+
+def test_bad_tool_declarations_are_exit_2_with_file_and_line(tmp_path):
+    done = run_cli(["validate", "suite.yaml"], project(tmp_path, BAD))
+    assert done.returncode == 2, done.stdout + done.stderr
+    out = done.stdout + done.stderr
+    for line, words in [
+        (5, "tool 'lookup' is declared twice"),
+        (12, "return"),
+        (13, "has space"),
+        (18, "tool 'nothing' needs one of returns, error or when (it has none of them)"),
+        (19, "tool 'both' needs one of returns, error or when (it has returns and error)"),
+        (24, "a when: entry needs returns or error, one of them"),
+        (26, "not a valid JSON Schema"),
+    ]:
+        assert f"suite.yaml:{line}:" in out and words in out, (line, words, out)
+    assert "Traceback" not in out
