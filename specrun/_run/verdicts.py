@@ -88,15 +88,15 @@ async def evaluate_case(
 
         mocked = unmocked(check.response)
     if not success or state is None:
-        return [*await evaluate_all(assertions, check, registry, timeout), *mocked]
+        return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
     cls = registry.declaring("assertion", "state_param")
     if cls is None:
         message = f"state {state!r} needs a check and no installed assertion type checks states"
         results = await evaluate_all(assertions, check, registry, timeout)
-        return [*results, AssertionResult("state", "error", message), *mocked]
+        return [*mocked, *results, AssertionResult("state", "error", message)]
     if not any(a.type == cls.name for a in assertions):
         assertions = [*assertions, Assertion(cls.name, {cls.state_param: list(success)})]
-    return [*await evaluate_all(assertions, check, registry, timeout), *mocked]
+    return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
 
 
 def combine(results: list[AssertionResult]) -> Status:
