@@ -69,6 +69,12 @@ SUITE = {
             "input": plan(("lookup_order", {"id": 3}), catch=True),
             "assert": {"type": "contains", "value": "MCP error"},
         },
+        {
+            "id": "dynamic-unmocked",
+            "input": plan(("refund", {})),
+            "simulator": {"type": "scripted", "turns": [plan(("wipe", {}), catch=True)]},
+            "checkpoints": [{"id": "never", "assertion": {"type": "contains", "value": "never"}}],
+        },
         *(
             {  # each its own whoami; pair-a's refund replaces the defaults' (tools merge by name)
                 "id": f"pair-{who}",
@@ -138,6 +144,15 @@ def test_a_call_no_mock_answers_fails_the_case_naming_it(run, case, named):
     failing = [a for a in result["assertions"] if a["status"] == "failed" and a["type"] == "tools"]
     assert len(failing) == 1 and named in failing[0]["message"], result["assertions"]
     assert named in done.stdout
+
+
+def test_a_call_no_mock_answers_fails_a_dynamic_case_in_its_turn(run):
+    _, results = run
+    result = results["dynamic-unmocked"]
+    assert result["status"] == "failed", result
+    assert result["error"].startswith("specrun: tool call wipe {} is not mocked (no tool of that name is mocked)")
+    assert result["error"].endswith("(in turn 2)")
+    assert [c["name"] for c in result["tool_calls"]] == ["refund", "wipe"]
 
 
 def test_two_cases_in_flight_keep_their_own_mocks(run):

@@ -205,6 +205,11 @@ class Conversation:
             if response.state is not None:  # an A2A task's, which a checkpoint's `state` may check
                 record["state"] = response.state
             self.turns.append(record)
+            if self.case.tools:  # a call no mock answered fails the case, as a standard case's does
+                from .._mocks.session import verdicts as unmocked
+
+                if failed_calls := unmocked(response):
+                    raise _Stop("failed", f"{failed_calls[0].message} (in turn {self.turn})")
             await self.check(response)
             if self.has_required and not self.missing:
                 raise _Stop("passed")
