@@ -5,8 +5,11 @@ in process: one run of one suite serves the run-level tests."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +211,78 @@ def test_bad_tool_declarations_are_exit_2_with_file_and_line(tmp_path):
     ]:
         assert f"suite.yaml:{line}:" in out and words in out, (line, words, out)
     assert "Traceback" not in out
+
+
+class HttpAgent:
+    """An agent behind HTTP, in a thread of its own: it calls the tool its message names on the
+    server of the header X-Specrun-MCP-URL, in plain JSON-RPC (no MCP SDK), and answers its text."""
+
+    def __enter__(self) -> HttpAgent:
+        self.loop, ready = asyncio.new_event_loop(), threading.Event()
+        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        assert ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def _serve(self, ready: threading.Event) -> None:
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_post("/chat", self._chat)
+        runner = web.AppRunner(app, access_log=None)
+        self.loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.url = f"http://127.0.0.1:{runner.addresses[0][1]}/chat"
+        ready.set()
+        self.loop.run_forever()
+
+    async def _chat(self, request: Any) -> Any:
+        import aiohttp
+        from aiohttp import web
+
+        tool = (await request.json())["messages"][-1]["content"]
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {"q": 1}}}
+        async with aiohttp.ClientSession() as http, http.post(request.headers["X-Specrun-MCP-URL"], json=call) as reply:
+            answer = await reply.json()
+        text = answer["result"]["content"][0]["text"] if "result" in answer else answer["error"]["message"]
+        return web.json_response({"choices": [{"message": {"role": "assistant", "content": text}}]})
+
+
+def test_an_http_agent_finds_its_mocks_in_a_header(tmp_path):
+    suite = {
+        "defaults": {"tools": [{"name": "stock", "returns": "12 left"}]},
+        "cases": [
+            {
+                "id": "in-stock",
+                "input": "stock",
+                "assert": [
+                    {"type": "equals", "value": "12 left"},
+                    {"type": "tool_called", "name": "stock", "arguments": {"q": 1}},
+                ],
+            },
+            {"id": "unmocked", "input": "price", "assert": {"type": "contains", "value": "price"}},
+        ],
+    }
+    with HttpAgent() as agent:
+        root = project(tmp_path, suite)
+        (root / "agent.yaml").write_text(json.dumps({"target": {"type": "http", "url": agent.url}}))
+        done = run_cli(["run", "suite.yaml", "-o", "out.jsonl"], root)
+    lines = [json.loads(line) for line in (root / "out.jsonl").read_text().splitlines()]
+    results = {r["id"]: r for r in lines if r.get("type") == "result"}
+    assert results["in-stock"]["status"] == "passed", results["in-stock"]
+    assert results["unmocked"]["status"] == "failed", results["unmocked"]
+    assert 'specrun: tool call price {"q": 1} is not mocked' in done.stdout
+
+
+def test_a_process_agent_finds_its_mocks_in_its_environment(tmp_path):
+    from specrun_plugins.targets.process import ProcessTarget
+
+    from specrun import Context
+
+    target = ProcessTarget({"type": "process", "command": [sys.executable, "-c", "pass"]}, tmp_path)
+    mocked = Context(case_id="c", mcp_url="http://127.0.0.1:1/mcp/t")
+    assert target.process(mocked).env["SPECRUN_MCP_URL"] == "http://127.0.0.1:1/mcp/t"
+    assert "SPECRUN_MCP_URL" not in target.process(Context(case_id="c")).env
