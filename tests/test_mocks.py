@@ -286,3 +286,27 @@ def test_a_process_agent_finds_its_mocks_in_its_environment(tmp_path):
     mocked = Context(case_id="c", mcp_url="http://127.0.0.1:1/mcp/t")
     assert target.process(mocked).env["SPECRUN_MCP_URL"] == "http://127.0.0.1:1/mcp/t"
     assert "SPECRUN_MCP_URL" not in target.process(Context(case_id="c")).env
+
+
+async def test_a_case_reaches_only_its_own_mocks_and_only_while_it_runs():
+    import aiohttp
+
+    from specrun._mocks.server import MockServer
+
+    server = MockServer()
+    await server.start()
+    try:
+        one, two = (server.open([{"name": "t", "returns": who}]) for who in ("one", "two"))
+        assert one.url != two.url and one.url.rsplit("/", 1)[0] == two.url.rsplit("/", 1)[0]
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(two.url, json=call) as reply:
+                assert (await reply.json())["result"]["content"][0]["text"] == "two"
+            async with http.post(one.url.rsplit("/", 1)[0] + "/guess", json=call) as reply:
+                assert reply.status == 404
+            server.close_case(two)
+            async with http.post(two.url, json=call) as reply:
+                assert reply.status == 404
+        assert [c.result for c in two.calls] == ["two"] and one.calls == []
+    finally:
+        await server.close()
