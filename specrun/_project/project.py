@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,7 +241,9 @@ class Project:
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,
-        generators, reporters)."""
+        generators, reporters). Not with the case's mocked tools: those are its agent's."""
+        if context.mcp_url is not None:
+            context = replace(context, mcp_url=None)
         session = self.session(self.agent(agent_id), context)
         try:
             return Response.of(await session.send(messages))
