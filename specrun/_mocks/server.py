@@ -195,7 +195,8 @@ class MockServer:
         elif method == "tools/list":
             result = {"tools": mocks.listing()}
         elif method == "tools/call" and isinstance(params, dict):
-            result, error = mocks.call(params.get("name"), params.get("arguments", {}))
+            arguments = params.get("arguments")
+            result, error = mocks.call(params.get("name"), {} if arguments is None else arguments)
         else:
             result, error = None, {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}
         if error is not None:
