@@ -310,3 +310,13 @@ async def test_a_case_reaches_only_its_own_mocks_and_only_while_it_runs():
         assert [c.result for c in two.calls] == ["two"] and one.calls == []
     finally:
         await server.close()
+
+
+def test_the_example_passes_four_cases_and_fails_the_unmocked_one(tmp_path):
+    example = Path(__file__).parents[1] / "examples" / "mocks"
+    shutil.copytree(example, tmp_path / "mocks", ignore=shutil.ignore_patterns(".specrun", "__pycache__"))
+    done = run_cli(["run", "suite.yaml", "-o", "out.jsonl"], tmp_path / "mocks")
+    lines = [json.loads(line) for line in (tmp_path / "mocks" / "out.jsonl").read_text().splitlines()]
+    statuses = {r["id"]: r["status"] for r in lines if r.get("type") == "result"}
+    assert statuses.pop("unknown-order") == "failed" and set(statuses.values()) == {"passed"}, done.stdout
+    assert 'lookup_order {"id": 9} is not mocked' in done.stdout
