@@ -135,8 +135,7 @@ class ToolCall:
 
 
 class _NotReported(list[ToolCall]):
-    """``Response.tool_calls`` when the target said nothing of tools (a plain text reply): unknown,
-    which is not the same as an empty list given on purpose (no tool was called)."""
+    """``Response.tool_calls`` when the target said nothing of tools: unknown, not ``[]`` (none)."""
 
 
 @dataclass
@@ -368,6 +367,7 @@ class Case:
     limits: dict[str, float] = field(default_factory=dict)  # the case's and its defaults' (specrun/_run/limits.py)
     suite: Suite | None = field(default=None, repr=False, compare=False)
     target: str | dict[str, Any] | None = None  # this case's own agent, over the suite's
+    tools: list[dict[str, Any]] = field(default_factory=list)  # mocked tools, served over MCP (specrun._mocks)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # generated cases only: what --save writes
 
     @property
@@ -453,8 +453,7 @@ class TraceContext:
 class Context:
     """What a target, hook or assertion knows of the case it serves: its environment (V1's
     TestEnvironment: user, team, locale, client type and IP, referer, accept), its options and
-    metadata, ``extra`` (the other keys of ``--ctx``) and, when its agent is traced, ``trace``.
-    """
+    metadata, ``extra`` (the other keys of ``--ctx``), ``trace`` (its agent traced) and ``mcp_url``."""
 
     case_id: str
     user: str = DEFAULT_USER
@@ -469,6 +468,7 @@ class Context:
     referer: str = ENVIRONMENT_DEFAULTS["referer"]
     accept: str = ENVIRONMENT_DEFAULTS["accept"]
     trace: TraceContext | None = None  # set by specrun for an agent with ``traces:`` on
+    mcp_url: str | None = None  # the MCP server of the case's mocked tools (``tools:``), set by specrun
 
     def to_dict(self) -> dict[str, Any]:
         # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.

@@ -269,6 +269,10 @@ class Loader:
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
         yield from checkpoint_problems(case.get("checkpoints") or [])
+        if case.get("tools"):  # mocked tools (specrun._mocks): what their schema cannot say
+            from .._mocks import problems as tool_problems
+
+            yield from ((["tools", *path], message) for path, message in tool_problems(case["tools"]))
 
     # -- building ------------------------------------------------------------------------------
 
@@ -323,6 +327,7 @@ class Loader:
             limits=dict(data.get("limits") or {}),
             suite=suite,
             target=data.get("target"),
+            tools=data.get("tools") or [],
             raw=data if suite.generated else {},
         )
 
@@ -391,13 +396,17 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """A case with the suite's ``defaults`` under it: the case wins; assertions add up;
-    ``metadata``, ``options`` and ``limits`` merge one level deep."""
+    ``metadata``, ``options`` and ``limits`` merge one level deep, ``tools`` by name."""
     if not defaults:
         return case
     merged = {**defaults, **case}
     for key in ("metadata", "options", "limits"):
         if key in defaults and key in case:
             merged[key] = {**defaults[key], **case[key]}
+    if defaults.get("tools") and case.get("tools"):  # a case's tool replaces the defaults' of its name
+        from .._mocks import merged as merged_tools
+
+        merged["tools"] = merged_tools(defaults["tools"], case["tools"])
     inherited = defaults.get("assertions", defaults.get("assert"))
     if inherited:
         own = case.get("assertions", case.get("assert")) or []

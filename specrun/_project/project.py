@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ class Project:
     _targets: dict[str, Target] = field(default_factory=dict)
     _by_agent: dict[tuple[int, str | None], Target] = field(default_factory=dict)
     _tracing: Any = None  # specrun._traces.tracing.Tracing, once an agent with traces on is talked to
+    _mocks: Any = None  # specrun._mocks.server.MockServer, once a case declares tools:
 
     @classmethod
     def discover(cls, start: Path, registry: Registry) -> Project:
@@ -182,10 +183,25 @@ class Project:
         self._by_agent[(id(agent), model)] = self._targets[key]  # the plan's agents live all run
         return self._targets[key]
 
-    def session(self, agent: Agent, context: Context, connector: str | None = None) -> Session:
+    def session(
+        self, agent: Agent, context: Context, connector: str | None = None, tools: list[dict[str, Any]] | None = None
+    ) -> Session:
         """One conversation with ``agent`` (per case and run): its target's session, whose
-        agent's spans are the case's evidence when its agent file says ``traces:`` (specrun._traces)."""
+        agent's spans are the case's evidence when its agent file says ``traces:`` (specrun._traces)
+        and whose calls to the case's mocked ``tools`` are too (specrun._mocks)."""
         target = self.target(agent, connector)
+        if not tools:
+            return self._session(target, agent, context)
+        from .._mocks.session import MockedSession, open_case
+
+        mocks = open_case(self.mocks(), tools, context)  # context.mcp_url: before the target's session
+        try:
+            return MockedSession(self._session(target, agent, context), self.mocks(), mocks)
+        except BaseException:
+            self.mocks().close_case(mocks)
+            raise
+
+    def _session(self, target: Target, agent: Agent, context: Context) -> Session:
         if agent.traces is None:
             return target.session(context)
         return self.tracing().session(target, agent.traces, context)
@@ -197,6 +213,14 @@ class Project:
 
             self._tracing = Tracing()
         return self._tracing
+
+    def mocks(self) -> Any:
+        """The run's mock MCP server (specrun._mocks.server.MockServer), made on first use."""
+        if self._mocks is None:
+            from .._mocks.server import MockServer
+
+            self._mocks = MockServer()
+        return self._mocks
 
     async def start_traces(self, agents: list[Agent]) -> None:
         """Listen for the spans of every traced agent before any case runs: a receiver port
@@ -217,7 +241,9 @@ class Project:
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,
-        generators, reporters)."""
+        generators, reporters). Not with the case's mocked tools: those are its agent's."""
+        if context.mcp_url is not None:
+            context = replace(context, mcp_url=None)
         session = self.session(self.agent(agent_id), context)
         try:
             return Response.of(await session.send(messages))
@@ -250,3 +276,5 @@ class Project:
         self._by_agent.clear()
         if self._tracing is not None:  # after the targets: their agents' last spans may still come
             await self._tracing.close()
+        if self._mocks is not None:
+            await self._mocks.close()

@@ -223,6 +223,11 @@ class Conversation:
                 record["state"] = response.state
             self.turns.append(record)
             self._counted(self.meter.answered, response)  # its calls and usage; the turn is recorded
+            if self.case.tools:  # a call no mock answered fails the case, as a standard case's does
+                from .._mocks.session import verdicts as unmocked
+
+                if failed_calls := unmocked(response):
+                    raise _Stop("failed", f"{failed_calls[0].message} (in turn {self.turn})")
             await self.check(response)
             if self.has_required and not self.missing:
                 raise _Stop("passed")

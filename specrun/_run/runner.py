@@ -394,7 +394,7 @@ class Runner:
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
         target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
-        session = self.project.session(job.agent, ctx, self.connector_for(case))  # traced when the agent says
+        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
         meter = Meter(case_limits(case.limits, self.project.config))
         try:
             if case.dynamic:

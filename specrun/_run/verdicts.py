@@ -79,17 +79,24 @@ async def evaluate_case(
     """The verdicts of a case's assertions (``evaluate_all``) and of the check of the response's
     ``state`` that its target's ``success_states`` imply: the installed type with a
     ``state_param`` checks a state that is not None, unless the case checks it itself; with no
-    such type installed, a state to check is an ``error``."""
+    such type installed, a state to check is an ``error``. A call to the case's mocked tools
+    that no mock answered is a failed verdict of its own."""
     assertions, state = check.case.assertions, check.response.state
+    mocked = []
+    if check.case.tools:  # a call the agent made that no mock answered fails the case (specrun._mocks)
+        from .._mocks.session import verdicts as unmocked
+
+        mocked = unmocked(check.response)
     if not success or state is None:
-        return await evaluate_all(assertions, check, registry, timeout)
+        return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
     cls = registry.declaring("assertion", "state_param")
     if cls is None:
         message = f"state {state!r} needs a check and no installed assertion type checks states"
-        return [*await evaluate_all(assertions, check, registry, timeout), AssertionResult("state", "error", message)]
+        results = await evaluate_all(assertions, check, registry, timeout)
+        return [*mocked, *results, AssertionResult("state", "error", message)]
     if not any(a.type == cls.name for a in assertions):
         assertions = [*assertions, Assertion(cls.name, {cls.state_param: list(success)})]
-    return await evaluate_all(assertions, check, registry, timeout)
+    return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
 
 
 def combine(results: list[AssertionResult]) -> Status:

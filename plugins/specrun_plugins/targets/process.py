@@ -392,7 +392,8 @@ class ProcessTarget(Target):
         yield from command_problems(self.argv, self.cwd, self.env)
 
     def process(self, context: Context) -> AgentProcess:
-        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables. A
+        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables (its
+        mocked tools' MCP server in ``SPECRUN_MCP_URL``, when it declares ``tools:``). A
         traced case's agent also gets ``context.trace.environment()`` (``TRACEPARENT`` and the
         OTLP endpoints, over ``env``) and, unless ``env`` says, OTLP/HTTP protobuf as the
         protocol and batches exported every 100 ms (so spans arrive within the grace)."""
@@ -408,6 +409,7 @@ class ProcessTarget(Target):
             "SPECRUN_REFERER": context.referer,
             "SPECRUN_ACCEPT": context.accept,
             "SPECRUN_RUN": str(context.run),
+            **({"SPECRUN_MCP_URL": context.mcp_url} if context.mcp_url else {}),  # the case's mocked tools
             **defaults,
             **self.env,
             **trace,

@@ -261,9 +261,11 @@ class HttpTarget(Target):
         if self._invalid:
             raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
         data = to_json(self.request_body(messages, context)).encode()
-        headers = self._headers  # a traced case's request carries its W3C trace context
+        headers = self._headers  # a traced case's request carries its W3C trace context, a mocked one its MCP URL
         if context.trace is not None:
             headers = {**headers, "traceparent": context.trace.traceparent}
+        if context.mcp_url is not None:  # the MCP server of the case's mocked tools (tools:)
+            headers = {**headers, "X-Specrun-MCP-URL": context.mcp_url}
         start = time.perf_counter()
         payload, queued = await self._post(data, headers)
         latency = (time.perf_counter() - start - queued) * 1000  # the agent's time, not the queue's
