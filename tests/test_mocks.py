@@ -320,3 +320,12 @@ def test_the_example_passes_four_cases_and_fails_the_unmocked_one(tmp_path):
     statuses = {r["id"]: r["status"] for r in lines if r.get("type") == "result"}
     assert statuses.pop("unknown-order") == "failed" and set(statuses.values()) == {"passed"}, done.stdout
     assert 'lookup_order {"id": 9} is not mocked' in done.stdout
+
+
+def test_mocked_tools_for_a_target_whose_agent_cannot_reach_them_are_refused(tmp_path):
+    suite = "cases:\n  - id: model\n    input: hi\n    tools: [{name: lookup, returns: 1}]\n"
+    root = project(tmp_path, suite)
+    (root / "agent.yaml").write_text(json.dumps({"target": {"type": "litellm", "model": "openai/gpt-4o-mini"}}))
+    done = run_cli(["suite.yaml"], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "suite.yaml:2:" in done.stderr and "the litellm target does not give its agent mocked tools" in done.stderr

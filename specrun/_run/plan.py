@@ -348,12 +348,15 @@ def case_problems(
     ``name_agent`` when the case runs against several agents. A target that cannot even be
     asked (its server is down) finds none here, and each case then fails with that error; with
     ``strict`` (``specrun validate``), its ``TargetError`` is raised."""
+    found = []
+    if case.tools and not target.mock_tools:  # they would never be reached: say so before the run
+        message = f"the {target.name} target does not give its agent mocked tools (python, process and http do)"
+        found.append(("tools", f"{message}: run this case against one of those, or leave tools out"))
     try:
-        found = list(target.case_problems(case))
+        found += list(target.case_problems(case))
     except TargetError:
         if strict:
             raise
-        return []
     loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
     return [
         Problem(loc.file, loc.line, loc.column, who + message, f"{loc.pointer}.{field}" if loc.pointer else field)

@@ -337,6 +337,7 @@ class ProcessTarget(Target):
     """Starts ``command`` once per case and talks to it over stdin/stdout."""
 
     name = "process"
+    mock_tools = True  # its agent finds the case's mocked tools (docs/suite-format.md#mocked-tools)
     trace_receiver = "127.0.0.1:0"  # traces: otel: a free port, given to the agent in its environment
     env_fields = ("env",)
     command_param = "command"  # the target of an agent given as a command (specrun.testing)

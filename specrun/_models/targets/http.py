@@ -98,6 +98,7 @@ class HttpTarget(Target):
 
     env_fields = ("url", "headers", "body")
     name = "http"
+    mock_tools = True  # its agent finds the case's mocked tools (docs/suite-format.md#mocked-tools)
     description = "An agent behind an HTTP endpoint: OpenAI chat-completions, or a JSON body template."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
