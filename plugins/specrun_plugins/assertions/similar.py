@@ -1,0 +1,118 @@
+"""The ``similar`` assertion: the output means what an expected text says (cosine of embeddings).
+
+By default the embedder is WordLlama, a static-embedding model whose weights ship inside its
+wheel (the ``specrun[similar]`` extra): no key, no network, ~0.4 s to load once per process and
+tens of microseconds per sentence. ``model: <litellm embedding model>`` uses a provider's
+embeddings instead, through the run's model client (retried and cached like judge calls).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from specrun.plugin import Assertion, AssertionType, Check, EvaluationError, Verdict, run_blocking
+
+from ._common import as_list, show
+
+INSTALL = "pip install 'specrun[similar]'"
+LOCAL_EMBEDDER = "wordllama l2_supercat 256"  # what a verdict names as its embedder
+
+_lock = threading.Lock()
+_model: Any = None
+
+
+def _load_local() -> Any:
+    """WordLlama from the files inside its own package, never downloading.
+
+    Its ``load()`` looks for the tokenizer in ``wordllama/tokenizer/`` while the wheel ships it in
+    ``wordllama/tokenizers/``, so by default it would fetch it from Hugging Face: pointing the
+    cache at the package folder (which has ``tokenizers/`` and ``weights/``) and disabling
+    downloads makes it use the shipped files or fail, offline either way.
+    """
+    global _model
+    with _lock:  # one load per process, whichever case asks first
+        if _model is None:
+            try:
+                import wordllama
+            except ImportError as exc:
+                raise EvaluationError(f"the similar assertion needs its extra: {INSTALL} ({exc})") from exc
+            folder = Path(wordllama.__file__).parent
+            _model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+    return _model
+
+
+def _local_vectors(texts: list[str]) -> list[list[float]]:
+    return [list(map(float, row)) for row in _load_local().embed(texts, norm=True)]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors; 0 when either is all zeros (an empty text's embedding)."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    size = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / size if size else 0.0
+
+
+class Similar(AssertionType):
+    name = "similar"
+    description = "The output means what one of the expected texts says: embedding cosine >= threshold."
+    params_schema: ClassVar[dict[str, Any]] = {
+        "properties": {
+            "value": {
+                "type": ["string", "array"],
+                "minLength": 1,
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "x-expect": "a text or a list of texts",
+            },
+            "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+            "model": {"type": "string", "minLength": 1, "description": "A litellm embedding model."},
+        },
+        "required": ["value", "threshold"],
+    }
+
+    def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
+        """The local embedder's extra must be installed: said before the run (exit 2), not per case."""
+        yield from super().problems(assertion, base_dir)
+        if "model" not in assertion.params and importlib.util.find_spec("wordllama") is None:
+            yield "type", f"the similar assertion's local embedder is not installed: {INSTALL}"
+
+    @classmethod
+    def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
+        return "model" in assertion.params
+
+    async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        expected: list[str] = as_list(assertion.params["value"])
+        threshold = float(assertion.params["threshold"])
+        text = check.response.text
+        model = assertion.params.get("model")
+        usage = None
+        if model is None:
+            if _model is None:  # the first case loads the model in a thread, off the event loop
+                await run_blocking(_load_local)
+            vectors = _local_vectors([text, *expected])
+            embedder = LOCAL_EMBEDDER
+        else:
+            models = check.services.models if check.services is not None else None
+            if models is None:
+                raise EvaluationError(f"similar with model {model!r} needs model calls, which are not available here")
+            embedded = await models.embed([text, *expected], model=model)
+            vectors, usage, embedder = embedded.vectors, embedded.usage, model
+        scores = [cosine(vectors[0], v) for v in vectors[1:]]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        score, nearest = scores[best], expected[best]
+        passed = score >= threshold
+        verb = ">=" if passed else "<"
+        return Verdict(
+            passed,
+            f"similarity {score:.3f} {verb} {threshold:g} to {show(nearest)}; output: {show(text)}",
+            expected=assertion.params["value"],
+            actual=text,
+            score=score,
+            usage=usage,
+            details={"nearest": nearest, "scores": [round(s, 4) for s in scores], "embedder": embedder},
+        )
