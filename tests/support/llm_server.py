@@ -16,7 +16,8 @@ A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments, id}
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
 ``vectors`` (an ``/embeddings`` reply: one per input), ``hang`` (never reply), ``drop`` (close
 the connection), ``usage`` (token counts). Scripted behaviours are used in order; then
-``responder(body)`` decides, else the reply echoes the last user message. A ``content`` that is not a string (a verdict dict, say) is sent as its JSON text.
+``responder(body)`` decides, else the reply echoes the last user message. A ``content`` that
+is not a string (a verdict dict, say) is sent as its JSON text.
 ``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
 included), so tests can see how much concurrency a client really used.
 
