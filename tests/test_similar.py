@@ -153,3 +153,11 @@ def test_a_provider_that_fails_is_an_error_never_a_fail(server):
     server.script({"vectors": [[1.0, 0.0]]})  # one vector for three texts
     done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
     assert done.status == "error" and "1 vectors for 3 texts" in done.message
+
+
+def test_an_empty_output_fails_and_a_long_one_is_still_judged():
+    expected = {"value": "Paris is the capital of France.", "threshold": 0.5}
+    empty = check_assertion("similar", expected, "  \n")
+    assert empty.status == "failed" and empty.score == 0 and "output is empty" in empty.message
+    long = check_assertion("similar", expected, "The capital city of France is Paris. " * 500)  # embedded in a thread
+    assert long.status == "passed" and long.score > 0.8

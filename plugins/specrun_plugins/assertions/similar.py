@@ -22,6 +22,7 @@ from ._common import as_list, show
 INSTALL = "pip install 'specrun[similar]'"
 LOCAL_EMBEDDER = "wordllama l2_supercat 256"  # what a verdict names as its embedder
 
+INLINE_CHARS = 4_000  # texts up to this long are embedded on the event loop (~0.2 ms); longer, in a thread
 _lock = threading.Lock()
 _model: Any = None
 
@@ -47,7 +48,9 @@ def _load_local() -> Any:
 
 
 def _local_vectors(texts: list[str]) -> list[list[float]]:
-    return [list(map(float, row)) for row in _load_local().embed(texts, norm=True)]
+    # Unnormalised: WordLlama's own normalising divides an empty text's zero vector by zero (NaN);
+    # cosine() scores it 0 instead.
+    return [list(map(float, row)) for row in _load_local().embed(texts)]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -90,11 +93,17 @@ class Similar(AssertionType):
         threshold = float(assertion.params["threshold"])
         text = check.response.text
         model = assertion.params.get("model")
+        if not text.strip():  # nothing to embed (a provider refuses an empty input): like nothing said
+            return Verdict(False, "output is empty", expected=assertion.params["value"], actual=text, score=0.0)
         usage = None
         if model is None:
-            if _model is None:  # the first case loads the model in a thread, off the event loop
-                await run_blocking(_load_local)
-            vectors = _local_vectors([text, *expected])
+            texts = [text, *expected]
+            if _model is None or sum(map(len, texts)) > INLINE_CHARS:
+                # The first case loads the model, and a long text is embedded (~2 ms per KB),
+                # in a thread: never on the event loop that runs the other cases' agents.
+                vectors = await run_blocking(_local_vectors, texts)
+            else:
+                vectors = _local_vectors(texts)
             embedder = LOCAL_EMBEDDER
         else:
             models = check.services.models if check.services is not None else None
