@@ -17,6 +17,8 @@ from specrun._core.services import Services
 from specrun._models.client import ModelClient
 from specrun.plugin.testing import check_assertion
 
+IMPORTS_LITELLM = True  # model: embeds through litellm (tests/conftest.py starts its import early)
+
 BOT = """
 ANSWERS = {"capital": "The capital city of France is Paris.", "off": "Bananas are rich in potassium."}
 

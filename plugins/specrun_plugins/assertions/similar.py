@@ -43,7 +43,10 @@ def _load_local() -> Any:
             except ImportError as exc:
                 raise EvaluationError(f"the similar assertion needs its extra: {INSTALL} ({exc})") from exc
             folder = Path(wordllama.__file__).parent
-            _model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+            try:
+                _model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+            except (OSError, ValueError) as exc:  # a damaged install: its files are missing or unreadable
+                raise EvaluationError(f"the similar assertion's embedder did not load from {folder}: {exc}") from exc
     return _model
 
 
