@@ -25,6 +25,7 @@ LOCAL_EMBEDDER = "wordllama l2_supercat 256"  # what a verdict names as its embe
 INLINE_CHARS = 4_000  # texts up to this long are embedded on the event loop (~0.2 ms); longer, in a thread
 _lock = threading.Lock()
 _model: Any = None
+_preloading: threading.Thread | None = None
 
 
 def _load_local() -> Any:
@@ -48,6 +49,25 @@ def _load_local() -> Any:
             except (OSError, ValueError) as exc:  # a damaged install: its files are missing or unreadable
                 raise EvaluationError(f"the similar assertion's embedder did not load from {folder}: {exc}") from exc
     return _model
+
+
+def _preload() -> None:
+    """Start loading the model in a background thread, once: a suite that uses the local embedder
+    calls this while it is validated, so the load overlaps the run's start and the first agent
+    turns instead of counting against the first cases' timeouts."""
+    global _preloading
+    with _lock:
+        if _model is not None or _preloading is not None:
+            return
+        _preloading = threading.Thread(target=_quiet_load, name="specrun-similar-load", daemon=True)
+    _preloading.start()
+
+
+def _quiet_load() -> None:
+    try:
+        _load_local()
+    except EvaluationError:  # the first case that needs the model loads it again and says why
+        pass
 
 
 def _local_vectors(texts: list[str]) -> list[list[float]]:
@@ -84,8 +104,12 @@ class Similar(AssertionType):
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """The local embedder's extra must be installed: said before the run (exit 2), not per case."""
         yield from super().problems(assertion, base_dir)
-        if "model" not in assertion.params and importlib.util.find_spec("wordllama") is None:
+        if "model" in assertion.params:
+            return
+        if importlib.util.find_spec("wordllama") is None:
             yield "type", f"the similar assertion's local embedder is not installed: {INSTALL}"
+        else:
+            _preload()
 
     @classmethod
     def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
