@@ -163,3 +163,31 @@ def test_an_empty_output_fails_and_a_long_one_is_still_judged():
     assert empty.status == "failed" and empty.score == 0 and "output is empty" in empty.message
     long = check_assertion("similar", expected, "The capital city of France is Paris. " * 500)  # embedded in a thread
     assert long.status == "passed" and long.score > 0.8
+
+
+# -- the Python test API: Agent Kernel's llm.embedding_model picks the provider ---------------
+
+
+def test_assert_similar_from_python_passes_a_paraphrase_and_rejects_an_unrelated_answer():
+    from specrun.testing import assert_similar
+
+    passed, score, _ = assert_similar("The capital city of France is Paris.", "Paris is the capital of France.", 0.5)
+    assert passed and score > 0.8
+    with pytest.raises(AssertionError, match=r"similarity -?0\.\d+ < 0\.5"):
+        assert_similar("Bananas are rich in potassium.", ["Paris is the capital of France."], 0.5)
+    with pytest.raises(Exception, match="threshold"):
+        assert_similar("x", "y", 2)
+
+
+@pytest.mark.filterwarnings("ignore::specrun.testing.config.AliasWarning")  # said once per process: maybe before
+def test_the_configured_embedding_model_embeds_through_the_provider(server, monkeypatch):
+    from specrun.testing import assert_similar
+
+    monkeypatch.setenv("AK_TEST__LLM__EMBEDDING_MODEL", "openai/text-embedding-3-small")  # Agent Kernel's name
+    monkeypatch.setenv("SPECRUN_TEST__LLM__API_BASE", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    before = len(server.requests)
+    passed, _, message = assert_similar("your order has shipped", "order shipped", 0.6)
+    assert passed and "0.707" in message
+    sent = [{"model": "text-embedding-3-small", "input": ["your order has shipped", "order shipped"]}]
+    assert server.requests[before:] == sent
