@@ -125,8 +125,8 @@ def server():
         yield srv
 
 
-def client(server: LLMServer, cache_dir: Path | None) -> ModelClient:
-    params = {"api_base": server.base_url, "api_key": "test-key", "temperature": 0}
+def client(server: LLMServer, cache_dir: Path | None, **params: object) -> ModelClient:
+    params = {"api_base": server.base_url, "api_key": "test-key", "temperature": 0, **params}
     return ModelClient(params=params, cache_dir=cache_dir, base_delay=0.01)
 
 
@@ -134,6 +134,7 @@ MODEL = {"value": ["refund five days", "order shipped"], "threshold": 0.6, "mode
 
 
 def test_model_embeds_through_the_provider_and_caches_the_answer(server, tmp_path):
+    """An OpenAI-compatible backend, on the direct route (no litellm), as completions are."""
     models = client(server, tmp_path)
     before = len(server.requests)
     first = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=models))
@@ -148,10 +149,17 @@ def test_model_embeds_through_the_provider_and_caches_the_answer(server, tmp_pat
     assert far.status == "failed" and far.score < 0.6
 
 
-def test_a_provider_that_fails_is_an_error_never_a_fail(server):
+def test_through_litellm_too_and_a_provider_that_fails_is_an_error_never_a_fail(server):
+    through_litellm = client(server, None, dimensions=64)  # a setting only litellm translates
+    before = len(server.requests)
+    done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=through_litellm))
+    assert done.status == "passed" and server.requests[before]["dimensions"] == 64
     server.script({"status": 400})  # not worth a retry: the first answer is the last
-    done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
+    done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=through_litellm))
     assert done.status == "error" and "text-embedding-3-small" in done.message and "400" in done.message
+    server.script({"status": 401})
+    done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
+    assert done.status == "error" and "401" in done.message
     server.script({"vectors": [[1.0, 0.0]]})  # one vector for three texts
     done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
     assert done.status == "error" and "1 vectors for 3 texts" in done.message

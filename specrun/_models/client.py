@@ -33,7 +33,7 @@ from .._core.services import Parsed
 from .cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .completions import Completion, from_entry, from_json, from_litellm
 from .direct_route import DirectClient, route
-from .embeddings import Embeddings, vectors_of
+from .embeddings import Embeddings, embedding_usage, vectors_of
 from .limiter import Limiters
 from .litellm_route import (
     close_loop_clients,
@@ -277,14 +277,21 @@ class ModelClient:
         if entry is not None and isinstance(entry.get("vectors"), list) and len(entry["vectors"]) == len(texts):
             self.cache_hits += 1
             return Embeddings(entry["vectors"], cached=True)
-        litellm = await load_litellm()
-        # litellm 1.x reads max_retries=0 as its default (2) for OpenAI embeddings
-        # (`max_retries or DEFAULT_MAX_RETRIES`), so an attempt here may be three requests.
-        response, _ = await self._call(
-            lambda p: litellm.aembedding(model=model, input=texts, **p), model, kwargs, "embedding", secrets
-        )
+        direct = route(model, [], kwargs)  # an OpenAI-compatible backend: no litellm, as for completions
+        if direct is not None:
+            response, _ = await self._call(
+                lambda p: self.direct.embed(direct, texts, p), model, kwargs, "embedding", secrets
+            )
+            usage = embedding_usage(response, direct.model)
+        else:
+            litellm = await load_litellm()
+            # litellm 1.x reads max_retries=0 as its default (2) for OpenAI embeddings
+            # (`max_retries or DEFAULT_MAX_RETRIES`), so an attempt there may be three requests.
+            response, _ = await self._call(
+                lambda p: litellm.aembedding(model=model, input=texts, **p), model, kwargs, "embedding", secrets
+            )
+            usage = response_usage(litellm, response)
         vectors = vectors_of(response, len(texts))
-        usage = response_usage(litellm, response)
         self.calls += 1
         self.usage.add(usage)
         if key is not None and self.cache is not None:

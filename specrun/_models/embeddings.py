@@ -7,6 +7,7 @@ from typing import Any
 
 from .._core.data import Usage
 from .._core.errors import EvaluationError
+from . import prices
 
 
 @dataclass
@@ -31,3 +32,12 @@ def vectors_of(response: Any, count: int) -> list[list[float]]:
     if len(vectors) != count or not all(vectors):
         raise EvaluationError(f"the embedding reply holds {len(vectors)} vectors for {count} texts")
     return vectors
+
+
+def embedding_usage(answer: dict[str, Any], asked: str) -> Usage:
+    """The tokens and cost of an OpenAI embeddings JSON answer, priced as litellm prices it."""
+    found = answer.get("usage")
+    data: dict[str, Any] = found if isinstance(found, dict) else {}
+    prompt = int(data.get("prompt_tokens") or 0)
+    models = [m for m in (answer.get("model"), asked) if isinstance(m, str) and m]
+    return Usage(prompt, 0, int(data.get("total_tokens") or prompt), prices.cost(models, data))
