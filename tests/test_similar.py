@@ -163,6 +163,9 @@ def test_through_litellm_too_and_a_provider_that_fails_is_an_error_never_a_fail(
     server.script({"vectors": [[1.0, 0.0]]})  # one vector for three texts
     done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
     assert done.status == "error" and "1 vectors for 3 texts" in done.message
+    server.script({"vectors": [[1.0, 0.0], [1.0], [0.5, 0.5]]})
+    done = check_assertion("similar", MODEL, "your order has shipped", services=Services(models=client(server, None)))
+    assert done.status == "error" and "different sizes (2 and 1)" in done.message
 
 
 def test_an_empty_output_fails_and_a_long_one_is_still_judged():

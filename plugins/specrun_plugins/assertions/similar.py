@@ -78,6 +78,8 @@ def _local_vectors(texts: list[str]) -> list[list[float]]:
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """The cosine of two vectors; 0 when either is all zeros (an empty text's embedding)."""
+    if len(a) != len(b):  # a provider that answered vectors of two sizes
+        raise EvaluationError(f"the embeddings have different sizes ({len(a)} and {len(b)})")
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     size = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / size if size else 0.0
