@@ -11,6 +11,7 @@ from .errors import EvaluationError
 
 if TYPE_CHECKING:
     from .._models.completions import Completion
+    from .._models.embeddings import Embeddings
 
 T = TypeVar("T")
 
@@ -63,6 +64,13 @@ class Models(Protocol):
         sample: int = 1,
     ) -> Completion:
         """Ask the model once and return its answer (``Completion.text``, ``tool_calls``, ``usage``)."""
+        ...
+
+    async def embed(
+        self, texts: list[str], *, model: str, params: Mapping[str, Any] | None = None, cache: bool = True
+    ) -> Embeddings:
+        """The embedding of each text by ``model`` (a litellm embedding model): ``Embeddings.vectors``,
+        in order, and ``usage``; cached on disk (not per run: an embedding does not vary)."""
         ...
 
     async def complete_json(
