@@ -100,7 +100,9 @@ class AssertionType(Plugin):
     means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
     ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
     ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
-    the type's built-in validator); ``state_param``: see ``Target.success_states``.
+    the type's built-in validator); ``meaning_param``, set on one installed type, makes it what
+    ``specrun.testing.assert_similar`` runs: ``{<meaning_param>: expected, threshold: ..., model:
+    ...}``; ``state_param``: see ``Target.success_states``.
     """
 
     data_only: ClassVar[bool] = True
@@ -108,6 +110,7 @@ class AssertionType(Plugin):
     ref_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
     validator_param: ClassVar[str | None] = None
+    meaning_param: ClassVar[str | None] = None
     state_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:

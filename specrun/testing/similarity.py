@@ -35,10 +35,14 @@ async def aassert_similar(
 
     config = config or load_config()
     model = model or config.llm.embedding_model
-    params: dict[str, Any] = {"value": expected, "threshold": threshold, **({"model": model} if model else {})}
     registry = default_plugins().registry
-    assertion = Assertion("similar", params)
-    kind = registry.get("assertion", "similar")
+    kind = registry.declaring("assertion", "meaning_param")
+    if kind is None:
+        raise UsageError("no installed assertion type compares meaning (declares meaning_param)")
+    params: dict[str, Any] = {kind.meaning_param: expected, "threshold": threshold}
+    if model:
+        params["model"] = model
+    assertion = Assertion(kind.name, params)
     schema_problems = [f"{k}: {v}" for k, v in kind().problems(assertion, Path.cwd())]
     texts = expected if isinstance(expected, list) else [expected]
     if not texts or not all(isinstance(t, str) and t for t in texts):

@@ -88,6 +88,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 class Similar(AssertionType):
     name = "similar"
     description = "The output means what one of the expected texts says: embedding cosine >= threshold."
+    meaning_param: ClassVar[str | None] = "value"  # what specrun.testing.assert_similar runs
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "value": {
