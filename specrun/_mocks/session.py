@@ -10,20 +10,16 @@ from .._core.data import Context, Message, Response, ToolCall
 from .._core.errors import TargetError
 from .._core.kinds import Session
 from .._core.results import AssertionResult
+from .._core.wrapping import WrappingSession
 from .server import CaseMocks, MockServer, UnmockedCall
 
 
-class MockedSession(Session):
+class MockedSession(WrappingSession):
     """``inner``'s conversation, its evidence completed with the case's mock calls."""
 
     def __init__(self, inner: Session, server: MockServer, mocks: CaseMocks):
-        self.inner, self.server, self.mocks = inner, server, mocks
-        self._closed = False
-
-    def __getattr__(self, name: str) -> Any:  # what the target's own session offers (agent_name, process)
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        super().__init__(inner)
+        self.server, self.mocks = server, mocks
 
     async def send(self, messages: list[Message]) -> Response:
         await self.server.start()
@@ -43,14 +39,8 @@ class MockedSession(Session):
             return response
         return merge(response, self.mocks.take(start))
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self.inner.close()
-        finally:
-            self.server.close_case(self.mocks)
+    def finished(self) -> None:
+        self.server.close_case(self.mocks)
 
 
 def merge(response: Response, calls: list[ToolCall]) -> Response:

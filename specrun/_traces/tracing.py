@@ -21,6 +21,7 @@ from typing import Any
 from .._core.data import Context, Message, Response, TraceContext, parse_duration
 from .._core.errors import TargetError
 from .._core.kinds import Session, Target
+from .._core.wrapping import WrappingSession
 from .._models.limiter import CASE_DEADLINE
 from . import DEFAULT_GRACE, evidence
 from .collector import CaseTrace, Router
@@ -148,7 +149,7 @@ async def _settle(case: CaseTrace, grace: float) -> None:
         deadline.reschedule(due + loop.time() - started)
 
 
-class TracedSession(Session):
+class TracedSession(WrappingSession):
     """A target's session whose agent's spans are the case's evidence."""
 
     def __init__(
@@ -160,16 +161,11 @@ class TracedSession(Session):
         grace: float | None,
         in_process: bool,
     ):
-        self.inner, self.tracing, self.case, self.context = inner, tracing, case, context
+        super().__init__(inner)
+        self.tracing, self.case, self.context = tracing, case, context
         self.grace = grace  # None: no receiver collects this agent's spans, nothing arrives late
         self.in_process = in_process
         self._warned: set[str] = set()
-        self._closed = False
-
-    def __getattr__(self, name: str) -> Any:  # what the target's own session offers (agent_name, process)
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     async def send(self, messages: list[Message]) -> Response:
         if self.grace is not None:
@@ -219,11 +215,5 @@ class TracedSession(Session):
             where = " and its code run in the case's OpenTelemetry context"
         return NO_SPANS.format(within=within, where=where)
 
-    async def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self.inner.close()
-        finally:
-            self.tracing.finish(self.case, self.context)
+    def finished(self) -> None:
+        self.tracing.finish(self.case, self.context)
