@@ -30,10 +30,10 @@ RSS_LIMIT_MB = 200
 AGENT = "async def answer(messages, ctx):\n    return 'ok: ' + ctx.case_id\n"
 
 
-def measure(args: list[str], cwd: Path) -> dict[str, float]:
+def measure(args: list[str], cwd: Path, program: str = SPECRUN) -> dict[str, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of exactly this specrun process."""
     started = time.perf_counter()
-    proc = subprocess.Popen([SPECRUN, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env())
+    proc = subprocess.Popen([program, *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env())
     assert proc.stderr is not None
     stderr = proc.stderr.read().decode("utf-8", "replace")
     _, status, usage = os.wait4(proc.pid, 0)

@@ -13,7 +13,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 
 from specrun._core.data import Case, Location, Message, Response, ToolCall, Usage
-from specrun._core.results import AssertionResult, Result, RunInfo
+from specrun._core.results import Result, RunInfo, Verdict
 from specrun._project.plugin_manager import get_plugin_manager
 from specrun._report.display import visible
 
@@ -41,8 +41,8 @@ def start(runs: int = 1, total: int = 0) -> dict[str, Any]:
 
 
 def single_run_records() -> list[dict[str, Any]]:
-    failing = AssertionResult("contains", "failed", "'Paris' not found", expected="Paris", actual="Lyon | <i>")
-    judge = AssertionResult("judge", "error", "judge reply was not JSON")
+    failing = Verdict.settled("contains", "failed", "'Paris' not found", expected="Paris", actual="Lyon | <i>")
+    judge = Verdict.settled("judge", "error", "judge reply was not JSON")
     dyn = case("dyn", 40, name="Expense flow", file="suites/dynamic.yaml")
     turns = [{"turn": 1, "input": "Help", "output": "What type?"}, {"turn": 2, "input": "$250", "output": HOSTILE}]
     checkpoints = [{"id": "ask_type", "reached_at_turn": 1, "passed": True}]
@@ -361,7 +361,7 @@ def test_failed_write_keeps_the_old_file(registry, tmp_path, ext):
     original = reporter.run_finished
 
     def crash_midway(summary, path):
-        import specrun._report.stability as stability
+        import specrun._report.stream as stability
 
         real = stability.read_at
 

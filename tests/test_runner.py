@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +33,15 @@ class Recording(Reporter):
         if len(self.ids) == self.fail_at:
             raise OSError("disk full")
         self.ids.append(result.case.id)
+
+
+class Totals(Reporter):
+    """Keeps the summary ``run_finished`` is handed."""
+
+    name = "totals"
+
+    def run_finished(self, summary: Any) -> None:
+        self.summary = summary
 
 
 class BrokenStream(ResultStream):
@@ -87,3 +97,29 @@ def test_a_broken_stream_is_not_said_to_hold_the_results(folder):
     with pytest.raises(ReportError) as raised:
         asyncio.run(_run(folder, [], parallel=2, stream=BrokenStream(folder / "out.jsonl")))
     assert "every result is in" not in str(raised.value)
+
+
+def test_run_finished_is_handed_the_summary_line_typed(folder):
+    totals = Totals(folder / "t.rec")
+    asyncio.run(_run(folder, [totals], parallel=4))
+    summary = totals.summary
+    last = json.loads((folder / "out.jsonl").read_text().splitlines()[-1])
+    assert summary == last and summary["passed"] == 20  # the line itself, read as a mapping
+    assert (summary.total, summary.passed, summary.failed, summary.errors, summary.not_run) == (20, 20, 0, 0, 0)
+    assert summary.interrupted is False and summary.incomplete is None and summary.duration_ms > 0
+
+
+def test_the_whole_file_reports_of_a_run_read_its_stream_once_between_them(folder, monkeypatch):
+    import specrun._report.stream as stream
+
+    registry = default_plugins().registry
+    reports = [
+        registry.reporter_for(f"report.{ext}")(folder / f"report.{ext}") for ext in ("json", "md", "html", "xml")
+    ]
+    scans = []
+    real = stream.iter_stream
+    monkeypatch.setattr(stream, "iter_stream", lambda path: scans.append(path) or real(path))
+    asyncio.run(_run(folder, reports, parallel=4))
+    assert len(json.loads((folder / "report.json").read_text())["results"]) == 20
+    assert all((folder / f"report.{ext}").read_text().count("c19") for ext in ("md", "html", "xml"))
+    assert scans == [folder / "out.jsonl"]  # one scan for the four reports, not one each

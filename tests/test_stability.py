@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 
 from specrun._core.errors import UsageError
+from specrun._core.fingerprint import fingerprint, normalize_output
 from specrun._report.stability import (
     Aggregator,
     case_stats,
     classify,
     exit_code,
-    fingerprint,
-    normalize_output,
-    scan,
 )
+from specrun._report.stream import scan
 
 
 def rec(case="A", run=1, status="passed", output="ok", ms=100.0, **extra):
@@ -61,6 +60,18 @@ def test_normalisation_text_whitespace_case_and_structured_key_order():
     assert normalize_output({"b": 1, "a": [1, 2]}) == normalize_output({"a": [1, 2], "b": 1})
     assert normalize_output({"a": "X"}) != normalize_output({"a": "x"})  # structured is exact
     assert fingerprint(rec(output={"b": 1, "a": 2})) == fingerprint(rec(output={"a": 2, "b": 1}))
+
+
+def test_a_text_answer_is_fingerprinted_by_its_normalised_text_as_any_other_output():
+    import hashlib
+
+    from specrun._core.fingerprint import canonical_json
+
+    for text in ["  Paris\n", 'a "quote" \\ and ünïcødé ☃', "\u2028\x00", "\ud800 lone"]:
+        parts = [normalize_output(text), []]  # the definition (docs/reports.md), however it is computed
+        expected = hashlib.blake2b(canonical_json(parts).encode("utf-8", "replace"), digest_size=16).digest()
+        assert fingerprint(rec(output=text)) == fingerprint(rec(output=text, tool_calls=[])) == expected
+    assert fingerprint(rec(output="Paris")) == fingerprint(rec(output=" paris ")) != fingerprint(rec(output="Lyon"))
 
 
 def test_tool_calls_count_by_name_and_arguments():

@@ -21,7 +21,8 @@ from specrun._core.errors import SpecrunError
 from specrun._load.loader import FileCases, Loader
 from specrun._project.plugin_manager import default_plugins
 from specrun._project.project import Project
-from specrun._report.stability import Aggregator, scan
+from specrun._report.stability import Aggregator
+from specrun._report.stream import scan
 from specrun._run.plan import build_plan
 from tests.support.cli import run_cli
 
@@ -325,3 +326,40 @@ def test_a_jsonl_file_of_one_line_cases_then_cases_spread_over_lines_runs_each_o
         ("c91", 4 + half),
         ("c92", 4 + 2 * half),
     ]
+
+
+def test_the_models_the_cases_name_are_noted_as_the_plan_is_made_not_read_again(tmp_path, monkeypatch):
+    import specrun._load.loader as loader
+    from specrun._load.documents import parse
+
+    judged = [
+        case(i, assertions=[{"type": "llm", "criteria": "polite", "model": f"openai/m{i % 3}"}]) for i in range(6)
+    ]
+    project(tmp_path, {"s.jsonl": jsonl(judged)})
+    # a module of its own: a plan built here imports it for good
+    (tmp_path / "agent.yaml").write_text("target: python:streaming_judged:run\n")
+    (tmp_path / "streaming_judged.py").write_text("def run(messages, ctx):\n    return 'ok'\n")
+    plugins = default_plugins()
+    suites = Loader(plugins.registry).load([tmp_path / "s.jsonl"])
+    plan = build_plan(suites, Project.discover(tmp_path, plugins.registry), plugins)
+    reads = []
+    monkeypatch.setattr(loader, "parse", lambda *a: reads.append(a) or parse(*a))
+    assert plan.needs_model() and plan.model_uses(plugins.registry) == [(f"openai/m{i}", None) for i in range(3)]
+    plan.pairs = [plan.pairs[i] for i in (4, 1)]  # a step keeps some (--shard, --lf): their models only
+    assert plan.model_uses(plugins.registry) == [("openai/m1", None)]
+    assert reads == []  # a judged run reads its suites to validate, to plan and to run: not a fourth time
+
+
+def test_a_run_reads_each_suite_file_twice_once_to_validate_and_plan_it_and_once_to_run_it(tmp_path, monkeypatch):
+    import specrun._load.loader as loader
+    from specrun._load.documents import parse
+
+    tagged = [case(i, tags=["smoke"] if i % 2 else ["slow"]) for i in range(6)]
+    project(tmp_path, {"a.jsonl": jsonl(tagged[:3]), "b.yaml": json.dumps({"cases": tagged[3:]})})
+    reads: list[str] = []
+    monkeypatch.setattr(loader, "parse", lambda path, *a: reads.append(path.name) or parse(path, *a))
+    proc = run_cli(["a.jsonl", "b.yaml", "-m", "smoke or nosuchtag", "-o", "out.jsonl"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r["id"] for r in results(tmp_path / "out.jsonl")] == ["c1", "c3", "c5"]
+    assert "unknown tag 'nosuchtag' (known tags: slow, smoke)" in proc.stderr
+    assert sorted(reads) == ["a.jsonl", "a.jsonl", "b.yaml", "b.yaml"]  # not again to plan, nor for -m's tags

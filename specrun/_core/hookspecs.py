@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pluggy
 
 from .kinds import Adapter, AssertionType, Executor, Reporter, Simulator, Source, Target
 from .results import Result, RunInfo
+from .summary import Summary
 
 hookspec = pluggy.HookspecMarker("specrun")
 
@@ -129,15 +129,16 @@ def case_finished(result: Result) -> None:
 
 
 @hookspec
-def run_finished(info: RunInfo, summary: dict[str, Any], stream: Path) -> None:
-    """Observe the end of a run, interrupted or not (``summary["interrupted"]``).
+def run_finished(info: RunInfo, summary: Summary, stream: Path) -> None:
+    """Observe the end of a run, interrupted or not (``summary.interrupted``).
 
     Called on the run's reporters first, then on installed plugins, then on the result stream
     (which writes its summary line last), then on the console. A reporter's implementation
     may be ``async``.
 
     :param info: the run's settings, as given to ``run_started``.
-    :param summary: the totals, as the stream's summary line has them.
+    :param summary: the totals: the stream's summary line, a mapping (``summary["passed"]``)
+        whose fields are also typed attributes (``summary.passed``, ``summary.incomplete``).
     :param stream: the path of the JSONL result stream; whole-file reporters read the results
-        back from it (``specrun._report.stability.scan``) instead of keeping them in memory.
+        back from it (``specrun._report.stream.scan``) instead of keeping them in memory.
     """

@@ -7,7 +7,6 @@ matching hook in :mod:`specrun._core.hookspecs`.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,9 +15,8 @@ from typing import Any, ClassVar, Protocol
 
 from .._project.imports import ref_problem
 from .data import Agent, Assertion, Case, Context, Message, Response, Suite, Usage
-from .errors import EvaluationError
 from .redact import expand_env
-from .results import Result, RunInfo
+from .results import Result, RunInfo, Verdict  # Verdict: what assertions return, here for them
 from .services import Services
 from .target_checks import TargetChecks
 
@@ -41,35 +39,6 @@ class Plugin:
 
 
 # -- assertions -------------------------------------------------------------------------------
-
-
-@dataclass
-class Verdict:
-    """What an assertion decided. ``passed`` is the raw verdict; ``negate`` is applied by the engine."""
-
-    passed: bool
-    message: str = ""
-    expected: Any = None
-    actual: Any = None
-    score: float | None = None
-    details: dict[str, Any] | None = None
-    usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
-    error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
-
-    @staticmethod
-    def checked(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
-        """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
-        or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
-        number (not a boolean) or None. A verdict is never guessed from a truthy value."""
-        if not isinstance(passed, bool):
-            raise EvaluationError(
-                f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False"
-            )
-        if score is not None and (
-            isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
-        ):
-            raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
-        return passed, score
 
 
 @dataclass
@@ -165,11 +134,16 @@ class Target(TargetChecks, Plugin):
     one installed target, makes it the one that runs a CLI agent given as a command (the Python
     test API's ``Test("demo.py")``): its config is then ``{<command_param>: argv}`` plus
     ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
+    ``rate_limited`` False says its calls never wait in specrun's rate limiters (a Python
+    function's do not): an answer that comes at once is then taken without arming a timer.
     """
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
     trace_receiver: ClassVar[str | None] = "127.0.0.1:4318"  # traces: otel: where its spans go (docs/plugins.md)
+    # False when its calls never queue in one of specrun's rate limiters (which pause the case
+    # timeout while a call queues): the engine may then start a call before arming its timer
+    rate_limited: ClassVar[bool] = True
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,27 +22,64 @@ from .data import (
     Usage,
     json_line,
 )
+from .errors import EvaluationError
+from .fingerprint import fingerprint
 from .redact import redact_json
 
 
 @dataclass
-class AssertionResult:
-    """The verdict of one assertion; ``error`` when no verdict could be reached."""
+class Verdict:
+    """What an assertion decided. ``passed`` is the raw verdict; ``negate`` is applied by the engine,
+    which then settles it: ``type`` names the assertion and ``status`` is ``passed``, ``failed``,
+    ``error`` (no verdict could be reached) or ``skipped`` (an optional checkpoint never reached).
+    A settled verdict is what a result's ``assertions`` hold; its ``passed`` has negate applied."""
 
-    type: str
-    status: Status
+    passed: bool
     message: str = ""
     expected: Any = None
     actual: Any = None
     score: float | None = None
     details: dict[str, Any] | None = None
+    usage: Usage | None = None  # tokens and cost spent deciding (a judge's model calls): the case's too
+    error: bool = False  # not decided (``message`` says why): the assertion is an ``error``, never guessed
+    type: str = ""  # the assertion's type, once settled
+    status: Status | None = None  # None until the engine settles the verdict
 
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
+    @staticmethod
+    def checked(passed: Any, score: Any, source: str) -> tuple[bool, float | None]:
+        """``passed`` and ``score`` as code outside specrun returned them (a script, an evaluator),
+        or ``EvaluationError``: ``passed`` must be a boolean (not 1, "no" or None), ``score`` a finite
+        number (not a boolean) or None. A verdict is never guessed from a truthy value."""
+        if not isinstance(passed, bool):
+            raise EvaluationError(
+                f"{source} returned passed={passed!r} ({type(passed).__name__}); expected True or False"
+            )
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score)
+        ):
+            raise EvaluationError(f"{source} returned a non-numeric score {score!r}")
+        return passed, score
+
+    @classmethod
+    def settled(
+        cls,
+        type: str,
+        status: Status,
+        message: str = "",
+        expected: Any = None,
+        actual: Any = None,
+        score: float | None = None,
+        details: dict[str, Any] | None = None,
+        usage: Usage | None = None,
+    ) -> Verdict:
+        """A settled verdict of assertion ``type``: the fields of an ``assertions`` item of a result record."""
+        error = status == "error"
+        return cls(status == "passed", message, expected, actual, score, details, usage, error, type, status)
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"type": self.type, "status": self.status}
+        """The settled verdict as a result record has it (``type``, ``status``, then what is set)."""
+        status = self.status or ("error" if self.error else "passed" if self.passed else "failed")
+        data: dict[str, Any] = {"type": self.type, "status": status}
         if self.message:
             data["message"] = self.message
         if self.expected is not None:
@@ -66,7 +104,7 @@ class Result:
     response: Response | None = None
     error: str | None = None
     traceback: str | None = None  # where the agent's (or a hook's) exception came from (specrun._run.tracebacks)
-    assertions: list[AssertionResult] = field(default_factory=list)
+    assertions: list[Verdict] = field(default_factory=list)  # settled
     turns: list[dict[str, Any]] | None = None
     checkpoints: list[dict[str, Any]] | None = None
     usage: Usage | None = None
@@ -77,12 +115,13 @@ class Result:
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
     _public: str | None = field(default=None, init=False, repr=False, compare=False)
+    _fingerprint: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def received(cls, case: Case, record: dict[str, Any], line: str) -> Result:
         """A result sealed elsewhere (an executor's worker), from its record and line: what the
         runner reports is that record and line as they were made."""
-        assertions = [AssertionResult(**a) for a in record.get("assertions") or []]
+        assertions = [Verdict.settled(**a) for a in record.get("assertions") or []]
         output, calls = record.get("output"), record.get("tool_calls")
         result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
         result.error, result.traceback, result.assertions = record.get("error"), record.get("traceback"), assertions
@@ -140,6 +179,14 @@ class Result:
         if self._public is None:
             self._public = redact_json(self.line)
         return self._public
+
+    @property
+    def fingerprint(self) -> bytes:
+        """The output's fingerprint (:func:`specrun._core.fingerprint.fingerprint` of the sealed
+        record), computed once for the history, the statistics and whoever else compares outputs."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.record())
+        return self._fingerprint
 
     def to_dict(self) -> dict[str, Any]:
         """The ``result`` record of the JSONL stream (the seed's V1 shape, extended)."""

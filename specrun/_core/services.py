@@ -92,8 +92,8 @@ class Models(Protocol):
 
 @dataclass
 class Services:
-    """Per case and run: ``models`` is the shared model client, ``run`` the run index (cache
-    namespace), ``config`` the project config (``specrun.yaml``)."""
+    """Per run index (the cases of one run share it): ``models`` is the shared model client,
+    ``run`` the run index (cache namespace), ``config`` the project config (``specrun.yaml``)."""
 
     models: Models | None = None
     run: int = 1

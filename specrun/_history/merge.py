@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._core.errors import UsageError
-from .._report.stability import Aggregator, iter_stream
+from .._report.stability import Aggregator
+from .._report.stream import iter_stream
 
 
 @dataclass

@@ -19,7 +19,8 @@ from typing import Any
 from .._core.errors import UsageError
 from .._report.display import shorten
 from .._report.rates import interval_text, wilson_pct
-from .._report.stability import CaseStats, failure_reason, scan
+from .._report.stability import CaseStats, failure_reason
+from .._report.stream import scan
 
 STATUSES = ("passed", "failed", "error", "skipped")
 

@@ -80,12 +80,15 @@ _JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result", "input")
 # A verdict that says something about the agent: skips do not, nor a case cut short by Ctrl-C.
 _LETTERS = {"passed": "P", "failed": "F", "error": "E"}
 _STATUS = {letter: status for status, letter in _LETTERS.items()}
+_LETTER_OF = "CASE status " + " ".join(f"WHEN '{s}' THEN '{letter}'" for s, letter in _LETTERS.items()) + " END"
 _KEPT_VERDICTS = 100  # letters of case_state.verdicts, newest first: the longest --window
 # ``verdicts`` carry on while the content and the agent's revision are the same (``IS``: a row
 # migrated from format 1 has no revision, and starts afresh); ``duration_ms`` always; ``last_failed`` says
 # whether any result of the case's latest run failed or errored. SET reads the row's old values.
 _UPDATE_STATE = f"""
-INSERT INTO case_state VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO case_state
+SELECT suite, case_id, agent, content_hash, {_LETTER_OF}, run_id, status != 'passed', duration_ms, revision
+FROM cases WHERE rowid > ? AND status IN ('passed', 'failed', 'error') AND error IS NOT 'interrupted' ORDER BY rowid
 ON CONFLICT (suite, case_id, agent) DO UPDATE SET
     verdicts = substr(
         excluded.verdicts
@@ -254,15 +257,12 @@ class History:
         self._transaction((f"INSERT INTO runs({columns}) VALUES ({marks})", list(row.values())))
 
     def add_cases(self, rows: list[tuple[Any, ...]]) -> None:
-        """Add case results (``rows``: every column of ``cases``, in order), and update ``case_state``."""
-        states = [
-            (suite, case_id, agent, content, _LETTERS[status], run_id, int(status != "passed"), duration, revision)
-            for run_id, case_id, _, agent, suite, _, status, duration, _, _, error, _, _, content, _, revision in rows
-            if status in _LETTERS and error != "interrupted"
-        ]
+        """Add case results (``rows``: every column of ``cases``, in order), and update ``case_state``
+        from the rows just added (read by SQLite itself, in the order added)."""
         with self._transact():
+            last = self.db.execute("SELECT coalesce(max(rowid), 0) FROM cases").fetchone()[0]
             self.db.executemany(f"INSERT INTO cases VALUES ({', '.join('?' * 16)})", rows)
-            self.db.executemany(_UPDATE_STATE, states)
+            self.db.execute(_UPDATE_STATE, [last])
 
     def end_run(self, run_id: str, totals: Mapping[str, Any]) -> None:
         """Write a run's totals (columns of ``runs``) and drop the runs beyond the ``keep`` newest."""

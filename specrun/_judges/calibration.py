@@ -23,7 +23,7 @@ from typing import Any
 from .._core.data import Assertion, Case, Message, Response
 from .._core.errors import Problem, SuiteError
 from .._core.kinds import Check
-from .._core.results import AssertionResult
+from .._core.results import Verdict
 from .._run.verdicts import evaluate_all
 from .agreement import Confusion
 
@@ -49,7 +49,7 @@ class Pair:
 
     label: Label
     assertion: str  # "llm #2": the type and its place among the case's assertions
-    result: AssertionResult
+    result: Verdict
 
     @property
     def judge_passed(self) -> bool | None:

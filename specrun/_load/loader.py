@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import mimetypes
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -45,11 +45,19 @@ from .schemas import compose
 
 class Loader:
     """Validates suite data against the schema composed from ``registry`` and builds suites;
-    generated case data is held to ``limits`` (the run's)."""
+    generated case data is held to ``limits`` (the run's). ``visit(suite, index, case)``, when
+    given, is handed each case of a suite file that has no mistake, built as it is validated
+    (the run's planner: a file is then read once to validate and to plan it)."""
 
-    def __init__(self, registry: Registry, limits: GeneratedLimits | None = None):
+    def __init__(
+        self,
+        registry: Registry,
+        limits: GeneratedLimits | None = None,
+        visit: Callable[[Suite, int, Case], None] | None = None,
+    ):
         self.registry = registry
         self.limits = limits or GeneratedLimits()
+        self.visit = visit
         self.schema = compose(registry)
         self._suite = jsonschema_rs.Draft202012Validator(self.schema)
         self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
@@ -99,7 +107,7 @@ class Loader:
         try:
             stamp = _stamp(path)
             doc = parse(path, display)
-            problems, count, first = self._check(doc, suite, generated=False)
+            problems, count, first = self._check(doc, suite, generated=False, visit=self.visit)
         except DocumentError as exc:
             return None, exc.problems
         except OSError as exc:
@@ -135,7 +143,9 @@ class Loader:
 
     # -- validation ----------------------------------------------------------------------------
 
-    def _check(self, doc: Document, suite: Suite, generated: bool) -> tuple[list[Problem], int, Record | None]:
+    def _check(
+        self, doc: Document, suite: Suite, generated: bool, visit: Callable[[Suite, int, Case], None] | None = None
+    ) -> tuple[list[Problem], int, Record | None]:
         """Every problem in ``doc`` (sorted by position), how many cases it holds, and its first
         record (the whole document for JSON and YAML). Each case record is checked as
         it is read and then dropped: what is kept of it is its id (duplicates are found) and,
@@ -207,6 +217,9 @@ class Loader:
                         report(doc.top, [], ["defaults", *path], message)
             for path, message in found:
                 report(record, prefix, path, message)
+            if visit is not None and not problems and not found and i not in bad_cases and not bad_defaults:
+                # planned as it is read (see Loader); once the file is known to be wrong, no more
+                visit(suite, i, self._case_from(merged, record, doc, i, suite, base_dir))
         if again:  # the same hash is the same id, unless two ids share one: compared here
             firsts = _first_lines(doc, {case_id for case_id, *_ in again})
             for case_id, i, line, (at, col) in again:
@@ -233,13 +246,14 @@ class Loader:
         from 0, never decreasing: a number repeats for a case with several agents), only those."""
         defaults = self._defaults(doc, suite, suite.generated)
         want = next(wanted, None) if wanted is not None else None
+        base = suite.base_dir
         for i, record in enumerate(doc.records()):
             if wanted is not None:
                 if want is None:
                     return
                 if i != want:
                     continue
-            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite)
+            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite, base)
             yield case
             if wanted is not None:
                 want = next(wanted, None)
@@ -276,9 +290,11 @@ class Loader:
 
     # -- building ------------------------------------------------------------------------------
 
-    def _case_from(self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite) -> Case:
-        base = suite.base_dir
-        location = Location(doc.display, record.line, record.column, pointer(["cases", index]))
+    def _case_from(
+        self, data: dict[str, Any], record: Record, doc: Document, index: int, suite: Suite, base: Path | None = None
+    ) -> Case:
+        base = base or suite.base_dir
+        location = Location(doc.display, record.line, record.column, f"cases[{index}]")
         raw_assertions = data.get("assertions", data.get("assert"))
         if isinstance(raw_assertions, dict):
             raw_assertions = [raw_assertions]
@@ -303,33 +319,28 @@ class Loader:
             id=data["id"],
             location=location,
             input=to_messages(data.get("input"), base),
-            name=data.get("name"),
             expected=expected,
             assertions=assertions,
             options=data.get("options") or {},
-            before=data.get("before"),
-            after=data.get("after"),
-            user=data.get("user"),
-            team=data.get("team"),
-            locale=data.get("locale"),
-            client_type=data.get("client_type"),
-            client_ip=data.get("client_ip"),
-            referer=data.get("referer"),
-            accept=data.get("accept"),
             metadata=data.get("metadata") or {},
             skip=data.get("skip", False),
             timeout=parse_duration(timeout) if timeout is not None else None,
             tags=list(data.get("tags") or []),
-            min_pass_rate=data.get("min_pass_rate"),
-            simulator=data.get("simulator"),
             checkpoints=checkpoints,
-            max_turns=data.get("max_turns"),
             limits=dict(data.get("limits") or {}),
             suite=suite,
-            target=data.get("target"),
             tools=data.get("tools") or [],
             raw=data if suite.generated else {},
+            # the fields taken as they are (None when absent), only those the case sets: a case
+            # is built twice per run (the plan's read, the run's), most of them set none
+            **{key: data[key] for key in _AS_GIVEN.intersection(data)},
         )
+
+
+_AS_GIVEN = frozenset(
+    "name before after user team locale client_type client_ip referer accept min_pass_rate simulator max_turns"
+    " target".split()
+)
 
 
 def _first_lines(doc: Document, ids: set[str]) -> dict[str, int]:

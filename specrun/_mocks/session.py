@@ -9,7 +9,7 @@ from typing import Any
 from .._core.data import Context, Message, Response, ToolCall
 from .._core.errors import TargetError
 from .._core.kinds import Session
-from .._core.results import AssertionResult
+from .._core.results import Verdict
 from .._core.wrapping import WrappingSession
 from .server import CaseMocks, MockServer, UnmockedCall
 
@@ -64,12 +64,12 @@ def merge(response: Response, calls: list[ToolCall]) -> Response:
     return response
 
 
-def verdicts(response: Response | None) -> list[AssertionResult]:
+def verdicts(response: Response | None) -> list[Verdict]:
     """A failed verdict for each call of ``response`` that no mock answered."""
     if response is None:
         return []
     return [
-        AssertionResult("tools", "failed", f"{call.result}: declare it under tools: (or a when: that matches)")
+        Verdict.settled("tools", "failed", f"{call.result}: declare it under tools: (or a when: that matches)")
         for call in response.tool_calls
         if isinstance(call, UnmockedCall)
     ]

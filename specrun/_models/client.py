@@ -166,6 +166,14 @@ class ModelClient:
         if self._wants_litellm:
             preload()
 
+    @property
+    def settled(self) -> bool:
+        """Whether ``ready`` would return at once for any case: the run needs no litellm, or it is
+        imported (the runner then asks no case whether it calls a model)."""
+        if self._wants_litellm is None:  # as ready() decides it
+            self._wants_litellm = self.needs_litellm()
+        return not self._wants_litellm or imported()
+
     async def ready(self) -> None:
         """Return once litellm is imported, or failed to import (importing it off the event
         loop if nobody has), when a call of this run may need it; the first model call then

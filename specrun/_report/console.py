@@ -173,10 +173,14 @@ class ConsoleReport:
             self._print_case(result, uncertain)
         parallel = self.info.parallel if self.info else 1
         running = min(parallel, self.total - self.done)  # the runner keeps every worker busy
+        live = self._live is not None and not self._gone
+        if not live and (parallel <= 1 or not running or self.done % parallel or self.quiet):
+            return  # nothing to show for this case: the progress line is not even made
         progress = f"[Progress: {self.done}/{self.total} completed" + (f", {running} running...]" if running else "]")
-        if self._live is not None and not self._gone:
+        if live:
+            assert self._live is not None
             self._live.update(Text(progress, style="dim"))
-        elif parallel > 1 and running and self.done % parallel == 0 and not self.quiet:
+        else:
             self._line((progress, "dim"))  # V2's running count, also in a log: once per batch of cases
 
     def _print_case(self, result: Result, uncertain: bool = False) -> None:

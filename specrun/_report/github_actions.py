@@ -29,7 +29,8 @@ from .._core.data import format_duration, to_json
 from .._core.results import RunInfo
 from .console import reader_gone
 from .display import md_text, shorten, visible
-from .stability import CaseStats, Stream, scan, verdict
+from .stability import CaseStats, verdict
+from .stream import Stream, scan
 
 MAX_ANNOTATIONS = 50  # GitHub keeps 50 annotations of a kind per job (10 per step): say more in the summary
 MAX_DETAILED = 50  # failures shown with their assertions in the summary; the rest by id
@@ -83,7 +84,6 @@ class GitHubActions:
         self.out = out or sys.stdout
         self._token = secrets.token_hex(16)
         self._gone = False
-        self._flaky: set[tuple[str, str, str]] = set()  # (file, id, agent) of the results that say flaky
 
     def _command(self, line: str) -> None:
         if self._gone:
@@ -102,7 +102,7 @@ class GitHubActions:
     @hookimpl(trylast=True)  # after the console: every line an agent's text could be on is out
     def run_finished(self, info: RunInfo, summary: dict[str, Any], stream: Path) -> None:
         self._command(f"::{self._token}::")
-        scanned = scan(stream, check=self._note_flaky)
+        scanned = scan(stream, summary.get("min_pass_rate"))  # the reports' own scan, shared with them
         failures = [c for c in scanned.aggregator.cases() if c.status in ("failed", "error")]
         for case in failures[:MAX_ANNOTATIONS]:
             self._command(self._annotation(case, _failing_record(scanned, case)))
@@ -113,12 +113,8 @@ class GitHubActions:
             with open(self.summary, "a", encoding="utf-8") as fh:
                 fh.write(self._markdown(summary, scanned, failures))
 
-    def _note_flaky(self, offset: int, record: dict[str, Any]) -> None:
-        if record.get("flaky"):
-            self._flaky.add((str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or "")))
-
     def _is_flaky(self, case: CaseStats) -> bool:
-        return (case.file, case.id, case.agent or "") in self._flaky
+        return case.flaky
 
     def _flaky_note(self, case: CaseStats) -> str:
         """``flaky against AGENT in the run history`` when it is, else nothing."""

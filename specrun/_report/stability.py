@@ -10,18 +10,14 @@ the size of the run. Definitions are in ``docs/reports.md``.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from .._core.data import TIMEOUT_ERROR, to_json
-from .._core.errors import UsageError
+from .._core.data import TIMEOUT_ERROR
+from .._core.fingerprint import fingerprint
 from .._run.matrix import matrix
 from .display import shorten
 from .rates import disagreed, percent, rounded, wilson_pct
@@ -50,43 +46,6 @@ def classify(pass_rate: float | None) -> str:
     return next((name for lowest, name in _CLASSES if pass_rate >= lowest), HIGHLY_UNSTABLE)
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data, equal text, whatever the key order."""
-    try:
-        return _CANONICAL.encode(value)
-    except TypeError:  # keys of mixed types (1 and "a") cannot be sorted: compare them as JSON has them
-        return _CANONICAL.encode(json.loads(to_json(value)))
-
-
-def normalize_output(value: Any) -> str:
-    """Text lowercased with whitespace collapsed; structured output as canonical JSON."""
-    if isinstance(value, str):
-        return " ".join(value.lower().split())
-    return canonical_json(value)
-
-
-def _calls(calls: Any) -> list[list[Any]]:
-    if not isinstance(calls, list):
-        return []
-    return [[c.get("name"), c.get("arguments") or {}] if isinstance(c, dict) else [str(c), {}] for c in calls]
-
-
-def fingerprint(record: dict[str, Any]) -> bytes:
-    """A 16-byte hash of what the agent produced in one run.
-
-    Covers the normalised output, the tool calls (name and arguments, in order; not their
-    results) and, in dynamic mode, the output and tool calls of every turn.
-    """
-    parts: list[Any] = [normalize_output(record.get("output")), _calls(record.get("tool_calls"))]
-    for turn in record.get("turns") or []:
-        if isinstance(turn, dict):
-            parts.append([normalize_output(turn.get("output")), _calls(turn.get("tool_calls"))])
-    return hashlib.blake2b(canonical_json(parts).encode("utf-8", "replace"), digest_size=16).digest()
-
-
 def failure_reason(record: dict[str, Any]) -> str | None:
     """Why a run did not pass, in one short line: its error or first failing assertion."""
     text = record.get("error")
@@ -109,7 +68,7 @@ class CaseStats:
         "tags timeout_s timeouts total_ms total_tokens uncertain"
     ).split()
 
-    def __init__(self, record: dict[str, Any], order: int, gate: float | None):
+    def __init__(self, record: dict[str, Any], order: int, gate: float | None, outputs: bool = True):
         self.id = str(record.get("id"))
         self.agent: str | None = record.get("agent")
         self.name: str | None = record.get("name")
@@ -128,7 +87,8 @@ class CaseStats:
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
-        self.outputs: Counter[bytes] = Counter()
+        # None: outputs are not compared (the runner's summary has no consistency to give)
+        self.outputs: Counter[bytes] | None = Counter() if outputs else None
         self.prompt_tokens = self.completion_tokens = self.total_tokens = 0
         self.cost: float | None = None
         self.has_usage = False
@@ -140,6 +100,8 @@ class CaseStats:
             if self.offsets is None:
                 self.offsets = array("q")
             self.offsets.append(offset)
+        if record.get("flaky") is True:  # any of its runs said so (each run's job is marked alike)
+            self.flaky = True
         usage = record.get("usage")
         if isinstance(usage, dict):
             self.has_usage = True
@@ -169,7 +131,8 @@ class CaseStats:
         self._m2 += delta * (ms - self._mean)
         self.min_ms = min(self.min_ms, ms)
         self.max_ms = max(self.max_ms, ms)
-        self.outputs[fingerprint(record)] += 1
+        if self.outputs is not None:
+            self.outputs[fingerprint(record)] += 1
         self.uncertain += disagreed(record)
 
     @property
@@ -184,7 +147,7 @@ class CaseStats:
     @property
     def consistency(self) -> float | None:
         """Share of runs whose output equals the most common output (1.0: all identical)."""
-        if not self.runs:
+        if not self.runs or self.outputs is None:
             return None
         return max(self.outputs.values()) / self.runs
 
@@ -203,12 +166,13 @@ class CaseStats:
 
         A case none of whose runs passed never passes, whatever gate a suite or a stream says.
         """
-        if not self.runs:
+        runs = self.runs
+        if not runs:
             return "skipped"
         if self.min_pass_rate is not None:
-            ok = self.passed > 0 and (self.pass_rate or 0.0) + 1e-9 >= self.min_pass_rate
+            ok = self.passed > 0 and 100.0 * self.passed / runs + 1e-9 >= self.min_pass_rate
         else:
-            ok = self.stable
+            ok = self.passed == runs
         if ok:
             return "passed"
         return "failed" if self.failed else "error"
@@ -233,7 +197,7 @@ class CaseStats:
             pass_rate=_round(self.pass_rate, 1),
             pass_rate_ci=wilson_pct(self.passed, self.runs),
             consistency=_round(self.consistency, 2),
-            distinct_outputs=len(self.outputs),
+            distinct_outputs=len(self.outputs) if self.outputs is not None else None,
             stable=self.stable,
             classification=self.classification,
             avg_duration_ms=_round(self._mean if self.runs else None, 1),
@@ -273,7 +237,8 @@ class Aggregator:
     ``min_pass_rate`` is the run's gate (``--min-pass-rate``); a case's own ``min_pass_rate``
     takes precedence. ``runs`` is the configured runs per case (inferred when None). With
     ``keep=False`` (the runner's, which needs only the summary) a case whose ``runs`` are all
-    in is added to the run's totals and dropped: memory does not grow with the run.
+    in is added to the run's totals and dropped: memory does not grow with the run, and no
+    output is fingerprinted (the summary compares none).
     """
 
     def __init__(self, min_pass_rate: float | None = None, runs: int | None = None, keep: bool = True):
@@ -296,12 +261,13 @@ class Aggregator:
         key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
         stats = self._cases.get(key)
         if stats is None:
-            stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate)
+            stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate, self.keep)
         stats.add(record, offset)
-        self._max_runs = max(self._max_runs, stats.runs + stats.skipped)
+        seen = stats.runs + stats.skipped
+        self._max_runs = max(self._max_runs, seen)
         if not self.keep:
             self._note_agent(key)
-            if stats.runs + stats.skipped >= (self.runs or 0):
+            if seen >= (self.runs or 0):
                 self._done.add(self._cases.pop(key))
         return stats
 
@@ -419,82 +385,3 @@ def exit_code(summary: dict[str, Any]) -> int:
     """The exit code of ``verdict``: 0 passed, 1 a case failed or errored, 3 results could not
     be written, 130 interrupted (the runner says 143 after SIGTERM)."""
     return EXIT_CODES[verdict(summary)[0]]
-
-
-# -- reading a result stream ------------------------------------------------------------------
-
-
-def iter_stream(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(byte offset, record)`` for each line of a JSONL result stream.
-
-    A last line cut short (a killed writer) is ignored; any other bad line is a ``UsageError``.
-    """
-    with open(path, "rb") as f:
-        offset = 0
-        pending: tuple[int, Exception] | None = None
-        for lineno, raw in enumerate(f, 1):
-            if pending:
-                raise UsageError(f"{path}:{pending[0]}: not a JSON record: {pending[1]}")
-            start, offset = offset, offset + len(raw)
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except ValueError as exc:
-                pending = (lineno, exc)
-                continue
-            if not isinstance(record, dict):
-                what = type(record).__name__
-                raise UsageError(f"{path}:{lineno}: expected a JSON object, got {what}")
-            yield start, record
-
-
-def read_at(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:
-    """The records at the given byte offsets of a stream file, in that order."""
-    with open(path, "rb") as f:
-        for offset in offsets:
-            f.seek(offset)
-            yield json.loads(f.readline())
-
-
-@dataclass
-class Stream:
-    """A scanned result stream: its start and summary lines and the aggregated cases."""
-
-    path: Path
-    start: dict[str, Any]
-    summary: dict[str, Any] | None
-    aggregator: Aggregator
-
-    def records(self, case: CaseStats) -> Iterator[dict[str, Any]]:
-        """The result records of one case, in run order."""
-        records = list(read_at(self.path, case.offsets or ()))
-        return iter(sorted(records, key=lambda r: int(r.get("run") or 0)))
-
-
-def scan(
-    path: Path, min_pass_rate: float | None = None, check: Callable[[int, dict[str, Any]], None] | None = None
-) -> Stream:
-    """Read a stream once, keeping per-case statistics and each result line's offset.
-
-    The gate is ``min_pass_rate`` when given, else the one in the stream's summary line.
-    ``check(offset, record)`` sees each record first and may reject it (a stream from elsewhere).
-    """
-    start: dict[str, Any] = {}
-    summary: dict[str, Any] | None = None
-    agg = Aggregator(min_pass_rate)
-    for offset, record in iter_stream(path):
-        if check is not None:
-            check(offset, record)
-        kind = record.get("type", "result")
-        if kind == "result":
-            agg.add(record, offset)
-        elif kind == "start":
-            start = record
-            if start.get("runs"):
-                agg.runs = int(start["runs"])
-        elif kind == "summary":
-            summary = record
-            if min_pass_rate is None and record.get("min_pass_rate") is not None:
-                agg.set_gate(float(record["min_pass_rate"]))
-    return Stream(path, start, summary, agg)

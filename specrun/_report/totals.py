@@ -28,23 +28,24 @@ class Totals:
         self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
 
     def add(self, c: Any) -> None:
+        status, runs, passed = c.status, c.runs, c.passed  # each worked out once: this runs per case
         self.cases += 1
-        self.verdicts[c.status] += 1
-        self.passed += c.passed
+        self.verdicts[status] += 1
+        self.passed += passed
         self.failed += c.failed
         self.errors += c.errors
         self.skipped += c.skipped
         self.timeouts += c.timeouts
         self.total_ms += c.total_ms
-        self.agents.add(c)
+        self.agents.add(c, status, runs)
         self.uncertain += c.uncertain > 0
-        if c.runs:
+        if runs:
             # 0 of N passed is as consistent as N of N: it is failing, not unstable
-            self.stable += c.stable
-            self.unstable += 0 < c.passed < c.runs
-            self.failing += c.passed == 0
-            self.all_passed += c.passed == c.runs
-            self.any_passed += c.passed > 0
+            self.stable += passed == runs  # CaseStats.stable
+            self.unstable += 0 < passed < runs
+            self.failing += passed == 0
+            self.all_passed += passed == runs
+            self.any_passed += passed > 0
         if c.has_usage:
             self.usage_seen = True
             for k, v in c.usage().items():
@@ -59,14 +60,18 @@ class AgentTotals:
         self.out: dict[str, dict[str, Any]] = {}
         self.sums: dict[str, list[float]] = {}
 
-    def add(self, c: Any) -> None:
+    def add(self, c: Any, status: str, runs: int) -> None:
+        """Count ``c`` (a ``CaseStats``, whose ``status`` and ``runs`` are given) for its agent."""
         if c.agent is None:
             return
-        row = self.out.setdefault(c.agent, {"cases": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0})
+        row = self.out.get(c.agent)
+        if row is None:
+            row = self.out[c.agent] = {"cases": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+            self.sums[c.agent] = [0, 0, 0.0, 0]
         row["cases"] += 1
-        row[_COUNTERS.get(c.status, "skipped")] += 1
-        acc = self.sums.setdefault(c.agent, [0, 0, 0.0, 0])
-        acc[0] += c.runs
+        row[_COUNTERS.get(status, "skipped")] += 1
+        acc = self.sums[c.agent]
+        acc[0] += runs
         acc[1] += c.passed
         acc[2] += c.total_ms
         acc[3] += c.total_tokens

@@ -1,10 +1,15 @@
 """Run blocking user code (sync agents, hooks, scripts) without blocking the run or its exit.
 
 ``asyncio.to_thread`` uses the loop's default executor, whose threads ``asyncio.run`` joins on
-the way out: one hung agent would then keep specrun from ever exiting. Here each call gets a
-daemon thread, so a timed-out or interrupted call is abandoned, not waited for: it keeps
-neither the run from writing its reports nor the process from exiting (unless it holds the
-interpreter lock inside one long C call, which stops every thread).
+the way out: one hung agent would then keep specrun from ever exiting. Here calls run in daemon
+threads, so a timed-out or interrupted call is abandoned, not waited for: it keeps neither the
+run from writing its reports nor the process from exiting (unless it holds the interpreter lock
+inside one long C call, which stops every thread).
+
+The threads are reused: one that finished its call waits for the next, and a new one starts only
+when none is free (a hung call keeps its thread, never a free one). Starting a thread per call
+was measured at about 0.15 CPU-ms per case of a sync agent that answers at once, more than the
+rest of the engine's work on that case.
 """
 
 from __future__ import annotations
@@ -12,9 +17,44 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
+
+_calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+_free = 0  # threads waiting for a call (or about to take one that is queued for them)
+_lock = threading.Lock()
+
+
+def _forget() -> None:
+    """In a forked child: the parent's threads are not there, so none is free."""
+    global _calls, _free, _lock
+    _calls, _free, _lock = queue.SimpleQueue(), 0, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+def _serve() -> None:
+    global _free
+    while True:
+        _calls.get()()
+        with _lock:
+            _free += 1
+
+
+def _submit(call: Callable[[], None]) -> None:
+    """Run ``call`` in a free thread, or in a new one when none is free."""
+    global _free
+    with _lock:
+        start = not _free
+        if not start:
+            _free -= 1  # that thread is this call's, whichever of the free ones takes it
+    _calls.put(call)
+    if start:
+        threading.Thread(target=_serve, daemon=True, name="specrun-blocking").start()
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
@@ -62,15 +102,15 @@ async def _in_daemon_thread(func: Callable[..., Any], *args: Any) -> Any:
 
     def work() -> None:
         try:
-            value = context.run(func, *args)
-        except BaseException as exc:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(settle, False, exc)
-        else:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(settle, True, value)
+            outcome = True, context.run(func, *args)
+        except BaseException as exc:  # the call's, for the awaiting task to raise
+            outcome = False, exc
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop is closed: nobody waits for this call any more
+            pass
 
-    threading.Thread(target=work, daemon=True, name=f"specrun-{getattr(func, '__name__', 'call')}").start()
+    _submit(work)
     return await future
 
 

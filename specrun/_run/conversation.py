@@ -34,7 +34,7 @@ from .._core.data import (
 )
 from .._core.errors import SpecrunError, UsageError
 from .._core.kinds import Check, Job, Session, Simulator, SimulatorState, SimulatorTurn
-from .._core.results import AssertionResult, Result
+from .._core.results import Result, Verdict
 from .._project.registry import Registry
 from .limits import LimitExceeded, LimitUnknown, Meter
 from .tracebacks import user_traceback
@@ -84,7 +84,7 @@ class Conversation:
     history: list[Message] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
     reached: dict[str, int] = field(default_factory=dict)
-    verdicts: dict[str, AssertionResult] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     spent: bool = False
     response: Response | None = None
@@ -248,7 +248,7 @@ class Conversation:
             for c in self.case.checkpoints
         ]
 
-    def assertion_results(self) -> list[AssertionResult]:
+    def assertion_results(self) -> list[Verdict]:
         """The last verdict of each checkpoint that was checked; missing ones read as failed."""
         results = []
         for c in self.case.checkpoints:

@@ -14,7 +14,6 @@ consumer never costs the stream, the others or the run a result.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 from typing import Any
 
 from .._core.kinds import Reporter
@@ -28,8 +27,10 @@ class Lifecycle:
         self.manager = plugins.manager
         self.run_plugins = run_plugins
         self.broken: dict[int, str] = {}  # id of a plugin -> its first failure
+        self._known: dict[str, list[Any]] = {}  # hook -> its implementations (see _impls)
 
     def __enter__(self) -> Lifecycle:
+        self._known.clear()
         for plugin in reversed(self.run_plugins):  # pluggy calls the last registered first
             self.manager.register(plugin, name=f"specrun-run-{id(plugin)}")
         return self
@@ -39,14 +40,20 @@ class Lifecycle:
             if self.manager.is_registered(plugin):
                 self.manager.unregister(plugin)
 
-    def _impls(self, hook: str) -> Iterator[Any]:
-        for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):  # pluggy's call order
-            if id(impl.plugin) not in self.broken:
-                yield impl
+    def _impls(self, hook: str) -> list[Any]:
+        """The implementations of ``hook`` that have not failed, in pluggy's call order; looked up
+        once per hook (``case_finished`` is called for every result), again after a failure."""
+        impls = self._known.get(hook)
+        if impls is None:
+            every = reversed(getattr(self.manager.hook, hook).get_hookimpls())
+            impls = self._known[hook] = [impl for impl in every if id(impl.plugin) not in self.broken]
+        return impls
 
     def call(self, hook: str, **kwargs: Any) -> None:
         """Call every implementation of ``hook`` that has not failed yet."""
         for impl in self._impls(hook):
+            if id(impl.plugin) in self.broken:  # failed earlier in this same call
+                continue
             try:
                 impl.function(*[kwargs[name] for name in impl.argnames])
             except Exception as exc:
@@ -55,6 +62,8 @@ class Lifecycle:
     async def finish(self, **kwargs: Any) -> None:
         """``run_finished``, awaiting the implementations that are ``async``."""
         for impl in self._impls("run_finished"):
+            if id(impl.plugin) in self.broken:
+                continue
             try:
                 done = impl.function(*[kwargs[name] for name in impl.argnames])
                 if inspect.isawaitable(done):
@@ -75,3 +84,4 @@ class Lifecycle:
         else:
             who = f"the {hook} hook of plugin {impl.plugin_name!r}"
         self.broken[id(plugin)] = f"{who} failed: {type(exc).__name__}: {exc}"
+        self._known.clear()

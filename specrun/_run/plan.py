@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._core.data import Agent, Case, Suite
-from .._core.errors import Problem, SuiteError, TargetError, UsageError
+from .._core.errors import Problem, SpecrunError, SuiteError, TargetError, UsageError
 from .._core.kinds import Job, Source, SourceContext, Target
 from .._load.documents import load_mapping
+from .._load.loader import FileCases
 from .._load.problems import display_path
 from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .case_hooks import check_case_hooks
+from .pairs import CaseRef, ModelUse, Selection
 
 
 def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
@@ -35,9 +36,6 @@ def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, 
     if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
         return True
     return bool(getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False))
-
-
-ModelUse = tuple[str | None, Mapping[str, Any] | None]
 
 
 def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUse]:
@@ -52,108 +50,6 @@ def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUs
     if getattr(registry.get("target", agent.target.get("type", "")), "needs_model", False):
         params = agent.target.get("params")
         yield str(agent.target.get("model") or ""), params if isinstance(params, dict) else {}
-
-
-class CaseRef(NamedTuple):
-    """A selected case as the plan keeps it: enough to pick or order cases by, and to find the
-    case again (case ``number`` of the plan's suite ``suite``)."""
-
-    id: str
-    name: str | None
-    file: str  # as results have it (``file`` in the stream)
-    line: int
-    suite: int
-    number: int
-    model: bool = False  # the case calls a model (a judge, an LLM simulator, a model-backed target)
-
-
-class Selection:
-    """The plan's ``(CaseRef, Agent)`` pairs, in run order, stored as columns: about 25 bytes
-    and the id's per case (a million cases: tens of MB). ``select(indices)`` makes a new one: a
-    step that drops or reorders cases (``--lf``, ``--ff``, ``--shard``) picks indices and stays
-    as compact."""
-
-    def __init__(self, suites: list[Suite]):
-        self.suites = suites
-        self.agents: list[Agent] = []
-        self._agent_index: dict[int, int] = {}
-        self._files: dict[int, str] = {}  # suite -> its cases' file
-        self._ids = bytearray()  # every id in UTF-8, one after the other: a str each costs 50 bytes more
-        self._ends = array("Q")  # where each id ends in _ids
-        self._names: dict[int, str] = {}  # most cases have none
-        self._lines = array("I")
-        self._suite = array("I")
-        self._number = array("I")
-        self._agent = array("I")
-        self._model = bytearray()  # 1 when the case calls a model (see Plan.needs_model)
-
-    def add(self, ref: CaseRef, agent: Agent) -> None:
-        self._files.setdefault(ref.suite, ref.file)
-        index = self._agent_index.get(id(agent))
-        if index is None:
-            index = self._agent_index[id(agent)] = len(self.agents)
-            self.agents.append(agent)
-        if ref.name is not None:
-            self._names[len(self)] = ref.name
-        self._ids += ref.id.encode("utf-8", "surrogatepass")
-        self._ends.append(len(self._ids))
-        self._lines.append(ref.line)
-        self._suite.append(ref.suite)
-        self._number.append(ref.number)
-        self._agent.append(index)
-        self._model.append(ref.model)
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __bool__(self) -> bool:
-        return bool(self._ends)
-
-    def __getitem__(self, i: int) -> tuple[CaseRef, Agent]:
-        i = i + len(self) if i < 0 else i
-        n, model = self._suite[i], bool(self._model[i])
-        start = self._ends[i - 1] if i > 0 else 0
-        case_id = self._ids[start : self._ends[i]].decode("utf-8", "surrogatepass")
-        ref = CaseRef(case_id, self._names.get(i), self._files[n], self._lines[i], n, self._number[i], model)
-        return ref, self.agents[self._agent[i]]
-
-    def __iter__(self) -> Iterator[tuple[CaseRef, Agent]]:
-        return (self[i] for i in range(len(self)))
-
-    def select(self, indices: Iterable[int]) -> Selection:
-        """The entries at ``indices``, in that order."""
-        return Selection.of(self.suites, (self[i] for i in indices))
-
-    @classmethod
-    def of(cls, suites: list[Suite], pairs: Iterable[tuple[CaseRef, Agent]]) -> Selection:
-        """A selection of ``(CaseRef, Agent)`` pairs (a list a step built, say)."""
-        made = cls(suites)
-        for ref, agent in pairs:
-            made.add(ref, agent)
-        return made
-
-    def used_agents(self) -> list[Agent]:
-        """The agents of the selected cases."""
-        return [self.agents[i] for i in sorted(set(self._agent))]
-
-    def needs_model(self) -> bool:
-        return any(self._model)
-
-    def runs_of(self) -> Iterator[tuple[int, int]]:
-        """``(start, end)`` of each stretch of entries of one suite in file order (a case repeated
-        for its agents), one read each."""
-        start, n = 0, len(self)
-        while start < n:
-            end = start + 1
-            while end < n and self._suite[end] == self._suite[start] and self._number[end] >= self._number[end - 1]:
-                end += 1
-            yield start, end
-            start = end
-
-    def suite_numbers(self) -> list[int]:
-        """The numbers (in the plan's ``suites``) of the suites with selected cases, each once, in
-        run order."""
-        return list(dict.fromkeys(self._suite[start] for start, _ in self.runs_of()))
 
 
 @dataclass
@@ -203,15 +99,10 @@ class Plan:
         per case when it was planned)."""
         return self.pairs.needs_model()
 
-    def model_uses(self, registry: Any) -> list[ModelUse]:
-        """The models (with their params) that the cases and agents name, each once, for
-        ``ModelClient.preload``: the cases are streamed again (one read of the files, only the
-        distinct uses kept), so that this too stays flat in the suite's size."""
-        uses: dict[str, ModelUse] = {}
-        for case, agent in self.cases():
-            for use in case_model_uses(case, agent, registry):
-                uses.setdefault(repr(use), use)
-        return list(uses.values())
+    def model_uses(self, registry: Any = None) -> list[ModelUse]:
+        """The models (with their params) that the selected cases and their agents name, each
+        once, for ``ModelClient.preload``: noted as the plan was made (no file is read again)."""
+        return self.pairs.model_uses()
 
 
 @dataclass
@@ -301,44 +192,150 @@ def build_plan(
     agent.yaml; several ``-n`` or ``targets`` run every case against each), keep the cases
     ``select`` takes (``--run``, ``-m``, ``-k``: :mod:`specrun._run.selection`), and build every target
     once so config mistakes show before the run."""
-    names = [name] if isinstance(name, str) else list(name or [])
-    plan = Plan(suites)
-    registry, config = plugins.registry, project.config
-    missing: list[str] = []
-    problems: list[Problem] = []  # what a target cannot run (an unknown tool): all of them, then stop
-    for number, suite in enumerate(suites):
-        suite_agents = _suite_agents(suite, project, names)
-        for i, case in enumerate(suite.cases):
-            if select is not None and not select(case):
-                continue
-            agents = suite_agents
-            own = not names and case.target is not None
-            if own:
-                try:
-                    agents = [project.resolve(case.target, suite.base_dir)]  # type: ignore[arg-type]
-                except UsageError as exc:
-                    raise _located(exc, suite, case) from None
-            if None in agents:
-                missing.append(str(suite.path))
-                break
-            plan.all_dynamic = case.dynamic and (plan.all_dynamic or not plan.pairs)
-            if case.dynamic and case.simulator and case.simulator.get("use"):
-                plan.simulators.add(str(case.simulator.get("use")))
-            ref = CaseRef(case.id, case.name, case.location.file, case.location.line, number, i)
-            for agent in agents:
-                assert agent is not None
-                target = _check_pair(case, agent, suite, project, simulator, connector, own, bool(names))
-                problems.extend(case_problems(case, target, agent, len(agents) > 1))
-                plan.pairs.add(ref._replace(model=case_needs_model(case, agent, registry, config)), agent)
-    if missing:
-        raise UsageError(
-            "no agent to test for "
-            + ", ".join(sorted(set(missing)))
-            + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
+    return Planner(project, plugins, name, select, connector, simulator).plan(suites)
+
+
+class _SuitePlan:
+    """What was planned of one suite: its entries ``start:end`` of a selection, or why planning
+    it stopped (``error``; ``missing``: a case has no agent), as ``build_plan`` would stop."""
+
+    def __init__(self, suite: Suite, number: int, start: int):
+        self.suite, self.number, self.start, self.end = suite, number, start, start
+        self.targets = (suite.target, suite.targets)  # planned with these: a source may change them
+        self.agents: list[Agent | None] = []
+        self.error: SpecrunError | None = None
+        self.missing = False
+        self.selected, self.dynamic = 0, True  # cases selected; whether every one is dynamic
+        self.simulators: set[str] = set()
+
+    @property
+    def stopped(self) -> bool:
+        return self.error is not None or self.missing
+
+
+class Planner:
+    """``build_plan``'s work, for whole suites (``plan``) or, fed by the loader through ``visit``,
+    one case at a time as it is validated: a suite file is then read once to validate and to
+    plan it, not twice. A case visited is planned as ``plan`` would plan it; the first mistake
+    in a suite stops its planning and is raised by ``plan``, in suite order, after every
+    suite has loaded (so that mistakes in the suites themselves are still reported first)."""
+
+    def __init__(
+        self,
+        project: Project,
+        plugins: Plugins,
+        name: str | list[str] | None = None,
+        select: Callable[[Case], bool] | None = None,
+        connector: str | None = None,
+        simulator: str | None = None,
+    ):
+        self.project, self.registry, self.config = project, plugins.registry, project.config
+        self.names = [name] if isinstance(name, str) else list(name or [])
+        self.select, self.connector, self.simulator = select, connector, simulator
+        self.tags: set[str] = set()  # of every case seen, selected or not (``-m``'s unknown tags)
+        self.problems: list[Problem] = []  # what a target cannot run (an unknown tool): all of them, then stop
+        self._visited = Selection([])  # the cases visited, each suite's numbered in the order visited
+        self._parts: dict[int, _SuitePlan] = {}  # id(suite) -> what was planned of it as it was read
+
+    def visit(self, suite: Suite, index: int, case: Case) -> None:
+        """Plan case ``index`` of ``suite``, validated (the loader calls this as it reads the file)."""
+        part = self._parts.get(id(suite))
+        if part is None:
+            part = self._parts[id(suite)] = self._start(suite, len(self._parts), self._visited)
+        if not part.stopped:
+            try:
+                self._case(part, self._visited, index, case)
+            except SpecrunError as exc:
+                part.error = exc
+            part.end = len(self._visited)
+        self.tags.update(case.tags)
+
+    def plan(self, suites: list[Suite]) -> Plan:
+        """The plan of ``suites`` (those loaded, in order): what ``visit`` planned of a suite as
+        it was read, else planned now; the first mistake, in suite order, is raised."""
+        plan = Plan(suites)
+        parts = [self._usable(suite) for suite in suites]
+        visited_in_order = len(self._parts) == len(suites) and all(
+            p is not None and p.number == n for n, p in enumerate(parts)
         )
-    if problems:
-        raise SuiteError(problems)
-    return plan
+        if visited_in_order:  # the usual run: every suite planned as it was read, nothing to copy
+            self._visited.suites = suites
+            plan.pairs = self._visited
+        missing: list[str] = []
+        selected: list[bool] = []  # of each suite with selected cases: whether every one is dynamic
+        for number, suite in enumerate(suites):
+            part = parts[number]
+            if part is None:  # a suite a source made (or changed after loading): planned now
+                part = self._start(suite, number, plan.pairs)
+                for i, case in enumerate(suite.cases):
+                    self.tags.update(case.tags)
+                    if not part.stopped:
+                        self._case(part, plan.pairs, i, case)
+            elif not visited_in_order:
+                for i in range(part.start, part.end):
+                    ref, agent = self._visited[i]
+                    plan.pairs.add(ref._replace(suite=number), agent)
+            if part.error is not None:
+                raise part.error
+            if part.missing:
+                missing.append(str(suite.path))
+            plan.simulators |= part.simulators
+            if part.selected:
+                selected.append(part.dynamic)
+        plan.all_dynamic = bool(selected) and all(selected)  # every selected case is dynamic
+        if missing:
+            raise UsageError(
+                "no agent to test for "
+                + ", ".join(sorted(set(missing)))
+                + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
+            )
+        if self.problems:
+            raise SuiteError(self.problems)
+        return plan
+
+    def _usable(self, suite: Suite) -> _SuitePlan | None:
+        """What ``visit`` planned of ``suite``, if it still holds: the suite is the one read,
+        with its cases and targets as the loader left them."""
+        part = self._parts.get(id(suite))
+        usable = part is not None and part.suite is suite and isinstance(suite.cases, FileCases)
+        return part if usable and part is not None and part.targets == (suite.target, suite.targets) else None
+
+    def _start(self, suite: Suite, number: int, selection: Selection) -> _SuitePlan:
+        part = _SuitePlan(suite, number, len(selection))
+        try:
+            part.agents = _suite_agents(suite, self.project, self.names)
+        except SpecrunError as exc:
+            part.error = exc
+        return part
+
+    def _case(self, part: _SuitePlan, selection: Selection, index: int, case: Case) -> None:
+        """Plan one case of ``part``'s suite into ``selection``; raise what is wrong with it."""
+        if self.select is not None and not self.select(case):
+            return
+        suite, project, names = part.suite, self.project, self.names
+        agents = part.agents
+        own = not names and case.target is not None
+        if own:
+            try:
+                agents = [project.resolve(case.target, suite.base_dir)]  # type: ignore[arg-type]
+            except UsageError as exc:
+                raise _located(exc, suite, case) from None
+        if None in agents:
+            part.missing = True
+            return
+        part.selected += 1
+        part.dynamic = part.dynamic and case.dynamic
+        if case.dynamic and case.simulator and case.simulator.get("use"):
+            part.simulators.add(str(case.simulator.get("use")))
+        where, registry = case.location, self.registry
+        for agent in agents:
+            assert agent is not None
+            target = _check_pair(case, agent, suite, project, self.simulator, self.connector, own, bool(names))
+            self.problems.extend(case_problems(case, target, agent, len(agents) > 1))
+            model = case_needs_model(case, agent, registry, self.config)
+            uses = tuple(case_model_uses(case, agent, registry))
+            ref = CaseRef(case.id, case.name, where.file, where.line, part.number, index, model, uses)
+            selection.add(ref, agent)
 
 
 def case_problems(

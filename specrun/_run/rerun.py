@@ -16,7 +16,7 @@ from .._history.store import CaseKey, History, HistoryError, settings, suite_key
 from .._project.project import Project
 
 if TYPE_CHECKING:
-    from .plan import Selection
+    from .pairs import Selection
 
 
 def rerun_failed(pairs: Selection, project: Project, *, last_failed: bool) -> tuple[Selection, str]:

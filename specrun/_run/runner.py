@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 import time
@@ -40,14 +41,15 @@ from .._core.errors import ReportError, SpecrunError, TargetError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
+from .._core.summary import Summary
 from .._models.cache import CASE_TALLY, CacheTally
-from .._models.limiter import CASE_DEADLINE
 from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
-from .._report.stream import ResultStream
+from .._report.stream import ResultStream, sharing_scans
 from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
+from .deadline import within
 from .lifecycle import Lifecycle
 from .limits import Meter, case_limits, judged_answer
 from .plan import case_needs_model
@@ -84,6 +86,9 @@ class Runner:
         self._finished: list[dict[str, Any]] | None = None
         self._unreported: list[Result] = []
         self._lifecycle: Lifecycle | None = None
+        self._stream: ResultStream | None = None  # the run's, flushed before a hard exit
+        self._environment: list[tuple[str, Any, Any]] | None = None
+        self._services: dict[int, Services] = {}  # by run index: the same for every case of a run
         self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- what the executor may use (ExecutorHost) ------------------------------------------------
@@ -97,13 +102,14 @@ class Runner:
 
     async def run(
         self, jobs: Jobs, info: RunInfo, run_plugins: list[object], stream: ResultStream
-    ) -> dict[str, Any]:
+    ) -> Summary:
         """Run every job, with ``run_plugins`` (the console, ``stream``, the reporters) on the
         lifecycle hooks for this run; return the summary. Every consumer is finished even when
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
         asyncio.get_running_loop().set_default_executor(run_blocking.executor)  # asyncio.to_thread: never joined
         self._finished = [] if self.options.after_all else None
+        self._stream = stream
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
             self._lifecycle = lifecycle
             lifecycle.call("run_started", info=info)
@@ -120,7 +126,8 @@ class Runner:
                     if self.models is not None:
                         await self.models.aclose()
                 summary = self._summary(len(jobs), (time.perf_counter() - started) * 1000, stream)
-                await lifecycle.finish(info=info, summary=summary, stream=stream.path)
+                with sharing_scans():  # the whole-file reports read the stream once between them
+                    await lifecycle.finish(info=info, summary=summary, stream=stream.path)
             finally:
                 for sig in handled:
                     loop.remove_signal_handler(sig)
@@ -188,6 +195,9 @@ class Runner:
         name = signal.Signals(sig).name
         if self.interrupted or self._late_signal:  # a second one: leave at once, with what is final
             self._report_queued()
+            if self._stream is not None:
+                with contextlib.suppress(Exception):  # a full disk must not keep us from leaving
+                    self._stream.flush()
             kill_all()  # agents that ignore SIGTERM must not outlive us
             os._exit(INTERRUPT_EXIT.get(name, 130))
         if self._finishing:
@@ -249,16 +259,16 @@ class Runner:
     def environment(self, case: Case | None = None) -> dict[str, Any]:
         """The case environment (V1's TestEnvironment), each field from the first that sets it:
         CLI flag (``-u``, ``-t``, ``--locale``) > ``--ctx`` > case field > project config > default."""
-        opts, config = self.options, self.project.config
-        flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
-        return {
-            name: flags.get(name)
-            or opts.environment.get(name)
-            or (getattr(case, name) if case is not None else None)
-            or config.get(name)
-            or default
-            for name, default in ENVIRONMENT_DEFAULTS.items()
-        }
+        if self._environment is None:  # what the run says, worked out once: (its own, the fallback) per field
+            opts, config = self.options, self.project.config
+            flags = {"user": opts.user, "team": opts.team, "locale": opts.locale}
+            self._environment = [
+                (name, flags.get(name) or opts.environment.get(name), config.get(name) or default)
+                for name, default in ENVIRONMENT_DEFAULTS.items()
+            ]
+        if case is None:
+            return {name: given or fallback for name, given, fallback in self._environment}
+        return {name: given or getattr(case, name) or fallback for name, given, fallback in self._environment}
 
     def context_for(self, case: Case, run: int) -> Context:
         """The context a case's agent, hooks and assertions see: its environment, options and metadata."""
@@ -283,13 +293,16 @@ class Runner:
         return list(dict.fromkeys([*jobs.folders, self.project.root, *(d for a in jobs.agents for d in a.hook_dirs)]))
 
     def services(self, run: int) -> Services:
-        return Services(
-            models=self.models,
-            run=run,
-            agent_caller=self.call_agent,
-            config=self.project.config,
-            update_snapshots=self.options.update_snapshots,
-        )
+        known = self._services.get(run)
+        if known is None:
+            known = self._services[run] = Services(
+                models=self.models,
+                run=run,
+                agent_caller=self.call_agent,
+                config=self.project.config,
+                update_snapshots=self.options.update_snapshots,
+            )
+        return known
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent (validators, simulators, generators, reporters)."""
@@ -386,7 +399,9 @@ class Runner:
         """Wait for the model client before the clock of a case that calls a model starts;
         a case that calls none does not wait."""
         registry, config = self.plugins.registry, self.project.config
-        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
+        if self.models is None or self.models.settled:  # nothing to wait for, whatever the case calls
+            return
+        if case_needs_model(job.case, job.agent, registry, config):
             await self.models.ready()
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
@@ -404,12 +419,9 @@ class Runner:
                     job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, meter
                 )
             started = time.perf_counter()
-            async with asyncio.timeout(meter.budget(timeout)) as deadline:
-                paused = CASE_DEADLINE.set(deadline)  # a call queued by a rate limiter pauses it
-                try:
-                    response = in_turn(Response.of(await session.send(case.input)), turn_of(case.input))
-                finally:
-                    CASE_DEADLINE.reset(paused)
+            answer = session.send(case.input)
+            eager = not target.rate_limited and inspect.iscoroutine(answer)  # see specrun._run.deadline
+            response = in_turn(Response.of(await within(answer, meter.budget(timeout), eager)), turn_of(case.input))
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
@@ -459,14 +471,14 @@ class Runner:
         if self._finished is not None:  # AfterAll gets every result in full, as V2 says (outputs too)
             self._finished.append(result.record())
 
-    def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> dict[str, Any]:
+    def _summary(self, scheduled: int, duration_ms: float, stream: ResultStream) -> Summary:
         """Per-case verdicts (a case's runs judged together, under any pass-rate gate).
 
         ``incomplete`` says why the stream lacks results, when it does: the whole-file reports
         are built from the stream, and say so instead of looking complete.
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        summary = {"type": "summary", **summary, "not_run": scheduled - self.done, **self.project.trace_summary()}
+        summary = Summary(type="summary", **summary, not_run=scheduled - self.done, **self.project.trace_summary())
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure

@@ -188,11 +188,12 @@ class CaseFilter:
             return self._keywords.evaluate(lambda word: any(word.lower() in h for h in haystacks))
         return True
 
-    def unknown_tags(self, cases: Iterable[Case]) -> str | None:
-        """A warning when ``-m`` names a tag no loaded case has, listing the tags there are."""
+    def unknown_tags(self, tags: Iterable[str]) -> str | None:
+        """A warning when ``-m`` names a tag no loaded case has (``tags``: those of every loaded
+        case), listing the tags there are."""
         if self._tags is None:
             return None
-        known = sorted({tag for case in cases for tag in case.tags})
+        known = sorted(set(tags))
         unknown = [name for name in dict.fromkeys(self._tags.names) if name not in known]
         if not unknown:
             return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .._core.data import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Agent, Case, Sui
 from .._core.errors import UsageError
 from .._core.kinds import Job, Reporter, SourceContext
 from .._core.results import Result, RunInfo, utc_timestamp
+from .._core.summary import Summary
 from .._load.case_rules import GeneratedLimits
 from .._load.loader import Loader
 from .._project.plugin_manager import Plugins, default_plugins
@@ -29,7 +31,7 @@ from .._project.project import Project
 from .._report.github_actions import github_actions
 from .._report.outputs import check_outputs, default_stream
 from .._report.stream import ResultStream
-from .plan import Jobs, ModelUse, Plan, build_plan, load_inputs
+from .plan import Jobs, ModelUse, Plan, Planner, load_inputs
 from .runner import Runner, RunOptions
 from .selection import CaseFilter
 from .settings import INTERRUPT_GRACE
@@ -74,26 +76,22 @@ class RunRequest:
     failed_first: bool = False  # --ff: those cases first, then the others
 
 
-@dataclass
-class RunSummary:
-    """How a run ended: its counts, its exit code, and where its result stream is."""
+class RunSummary(Summary):
+    """How a run ended: its summary (the stream's summary line, typed: see ``Summary``), its
+    exit code, and where its result stream is."""
 
-    total: int
-    passed: int
-    failed: int
-    errors: int
-    skipped: int
-    not_run: int
-    duration_ms: float
-    interrupted: bool
-    incomplete: str | None
-    exit_code: int
-    stream: Path
-    record: dict[str, Any]  # the stream's summary line
+    def __init__(self, record: Mapping[str, Any], exit_code: int, stream: Path):
+        super().__init__(record)
+        self.exit_code, self.stream = exit_code, stream
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The stream's summary line."""
+        return dict(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as the stream and the reports have it."""
-        return dict(self.record)
+        return dict(self)
 
 
 class RunSession:
@@ -122,6 +120,10 @@ class RunSession:
         self._temporary: Path | None = None
         self.notes: list[str] = []  # what the planning chose to say (--lf: which cases run; an unknown -m tag)
         self.shard = Shard.parse(request.shard) if request.shard else None  # a bad value: before anything loads
+        select = self.selection.matches if self.selection else None
+        named = request.agents or request.agent
+        # planned as the loader reads each suite file (one read for both), finished by plan()
+        self._planner = Planner(self.project, self.plugins, named, select, request.connector, request.simulator)
         self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
     @property
@@ -149,7 +151,7 @@ class RunSession:
             self.options.min_pass_rate,
             case_limits=self.project.config.get("limits") or {},
         )
-        loader = Loader(registry, limits)
+        loader = Loader(registry, limits, visit=self._planner.visit)
         context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:
             self.suites = await load_inputs(req.inputs, context, self.plugins)
@@ -162,10 +164,8 @@ class RunSession:
         """Pair the loaded cases with their agents; a bad ``-c`` or a missing global hook is
         bad input, found before anything runs."""
         req = self.request
-        select = self.selection.matches if self.selection else None
-        named = req.agents or req.agent
-        plan = build_plan(self.suites, self.project, self.plugins, named, select, req.connector, req.simulator)
-        unknown = self.selection.unknown_tags(case for suite in self.suites for case in suite.cases)
+        plan = self._planner.plan(self.suites)
+        unknown = self.selection.unknown_tags(self._planner.tags)
         if not plan.pairs:
             matching = f" match {self.selection.describe()}" if self.selection else ""
             raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
@@ -257,20 +257,7 @@ class RunSession:
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
         run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else []), *self._pairwise(plan)]
         record = await self.runner.run(jobs, info, run_plugins, stream)
-        return RunSummary(
-            total=record["total"],
-            passed=record["passed"],
-            failed=record["failed"],
-            errors=record["errors"],
-            skipped=record["skipped"],
-            not_run=record["not_run"],
-            duration_ms=record["duration_ms"],
-            interrupted=record["interrupted"],
-            incomplete=record.get("incomplete"),
-            exit_code=self.runner.exit_code(record),
-            stream=stream.path,
-            record=record,
-        )
+        return RunSummary(record, self.runner.exit_code(record), stream.path)
 
     def _pairwise(self, plan: Plan) -> list[object]:
         """The pairwise judge, when the run tests several agents and a suite asks for one."""

@@ -29,7 +29,7 @@ from .._core.errors import UsageError
 
 if TYPE_CHECKING:
     from .._core.data import Case, Suite
-    from .plan import Selection
+    from .pairs import Selection
 
 _SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 

@@ -2,43 +2,41 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from .._core.data import Assertion, Status, Usage, format_duration
 from .._core.errors import EvaluationError
 from .._core.kinds import AssertionType, Check
-from .._core.results import AssertionResult
-from .._models.limiter import CASE_DEADLINE
+from .._core.results import Verdict
 from .._project.registry import Registry
+from .deadline import within
 
 _instances: dict[type, AssertionType] = {}
 
 
-async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> AssertionResult:
-    """One assertion's verdict; an assertion that cannot decide (or crashes) is an ``error``."""
+async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> Verdict:
+    """One assertion's verdict, settled; an assertion that cannot decide (or crashes) is an ``error``."""
     cls = registry.get("assertion", assertion.type)
     instance = _instances.get(cls) or _instances.setdefault(cls, cls())
     try:
         verdict = await instance.evaluate(assertion, check)
     except EvaluationError as exc:
-        return AssertionResult(assertion.type, "error", str(exc), details=exc.details or None)
+        return Verdict.settled(assertion.type, "error", str(exc), details=exc.details or None)
     except Exception as exc:
-        return AssertionResult(
-            assertion.type, "error", f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
-        )
-    spent = verdict.usage
-    usage = {"usage": spent.to_dict()} if spent is not None and (spent.total_tokens or spent.cost) else {}
+        crashed = f"{assertion.type} assertion crashed: {type(exc).__name__}: {exc}"
+        return Verdict.settled(assertion.type, "error", crashed)
+    spent = verdict.usage if verdict.usage is not None and (verdict.usage.total_tokens or verdict.usage.cost) else None
+    usage = {"usage": spent.to_dict()} if spent is not None else {}  # what the record says it cost
     if verdict.error:  # what could not be decided is an error, whatever negate says; its details stay (samples)
         details = {**(verdict.details or {}), **usage}
-        return AssertionResult(assertion.type, "error", verdict.message, details=details or None)
+        return Verdict.settled(assertion.type, "error", verdict.message, details=details or None, usage=spent)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
         message = f"negated {assertion.type} matched" + (f": {message}" if message else "")
     if assertion.message and not passed:
         message = f"{assertion.message} ({message})" if message else assertion.message
-    return AssertionResult(
+    return Verdict.settled(
         assertion.type,
         "passed" if passed else "failed",
         message,
@@ -46,36 +44,36 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> As
         verdict.actual,
         verdict.score,
         {**verdict.details, **usage} if verdict.details is not None else usage or None,
+        spent,
     )
 
 
 async def evaluate_all(
     assertions: list[Assertion], check: Check, registry: Registry, timeout: float
-) -> list[AssertionResult]:
+) -> list[Verdict]:
     """Every assertion's verdict, each within ``timeout`` seconds (the case timeout): one that
     does not finish in time (a script that hangs) is an ``error`` that names it."""
     return [await _bounded(a, check, registry, timeout) for a in assertions]
 
 
-async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> AssertionResult:
+async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> Verdict:
+    kind = registry.get("assertion", assertion.type)
+    config: Any = check.services.config if check.services is not None else {}
+    # A check that runs no user code and calls no model or agent (as its kind declares) is
+    # started before its timer (specrun._run.deadline): contains, equals, regex... need none.
+    eager = kind.data_only and not kind.agent_params and not kind.uses_model(assertion, config)
     try:
-        async with asyncio.timeout(timeout) as deadline:
-            paused = CASE_DEADLINE.set(deadline)  # a model call queued by a rate limiter pauses it
-            try:
-                return await evaluate(assertion, check, registry)
-            finally:
-                CASE_DEADLINE.reset(paused)
+        return await within(evaluate(assertion, check, registry), timeout, eager)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
-        kind = registry.get("assertion", assertion.type)
         what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
-        return AssertionResult(
+        return Verdict.settled(
             assertion.type, "error", f"{what} did not finish within the case timeout ({format_duration(timeout)})"
         )
 
 
 async def evaluate_case(
     check: Check, success: tuple[str, ...], registry: Registry, timeout: float
-) -> list[AssertionResult]:
+) -> list[Verdict]:
     """The verdicts of a case's assertions (``evaluate_all``) and of the check of the response's
     ``state`` that its target's ``success_states`` imply: the installed type with a
     ``state_param`` checks a state that is not None, unless the case checks it itself; with no
@@ -93,13 +91,13 @@ async def evaluate_case(
     if cls is None:
         message = f"state {state!r} needs a check and no installed assertion type checks states"
         results = await evaluate_all(assertions, check, registry, timeout)
-        return [*mocked, *results, AssertionResult("state", "error", message)]
+        return [*mocked, *results, Verdict.settled("state", "error", message)]
     if not any(a.type == cls.name for a in assertions):
         assertions = [*assertions, Assertion(cls.name, {cls.state_param: list(success)})]
     return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
 
 
-def combine(results: list[AssertionResult]) -> Status:
+def combine(results: list[Verdict]) -> Status:
     """A case's status from its assertions: a definite fail decides; else an error; else passed."""
     statuses = {r.status for r in results}
     if "failed" in statuses:
@@ -109,12 +107,11 @@ def combine(results: list[AssertionResult]) -> Status:
     return "passed"
 
 
-def judge_usage(results: list[AssertionResult]) -> Usage | None:
-    """Tokens and cost the assertions spent (judges put theirs in ``details["usage"]``)."""
+def judge_usage(results: list[Verdict]) -> Usage | None:
+    """Tokens and cost the assertions spent (judges put theirs on their verdicts)."""
     total: Usage | None = None
     for r in results:
-        usage: Any = (r.details or {}).get("usage")
-        if usage:
+        if r.usage is not None:
             total = total or Usage()
-            total.add(Usage(**{k: v for k, v in usage.items() if k in Usage.__dataclass_fields__}))
+            total.add(r.usage)
     return total

@@ -260,7 +260,7 @@ def _print_direct(stream: Path) -> None:
     safe for a terminal as run mode's."""
     from .._report.console import clean, reader_gone
     from .._report.github_actions import commands_stopped
-    from .._report.stability import iter_stream
+    from .._report.stream import iter_stream
 
     try:
         with commands_stopped(os.environ):  # the answer is the agent's text: no workflow command in it acts

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._core.data import MISSING, Assertion, Case, Context, Location, Message, Response
 from .._core.kinds import Check
-from .._core.results import AssertionResult
+from .._core.results import Verdict
 from .._core.services import Services
 from .._project.plugin_manager import default_plugins, get_plugin_manager
 from .._run.verdicts import evaluate
@@ -47,7 +47,7 @@ def check_assertion(
     negate: bool = False,
     services: Services | None = None,
     plugins: Sequence[object] = (),
-) -> AssertionResult:
+) -> Verdict:
     """The verdict of assertion ``type`` with ``params`` on ``response`` (text, a mapping or a
     ``Response``), for a case with ``input`` and ``expected``; ``status`` is ``passed``,
     ``failed`` or ``error``. Installed plugins provide the type, and ``plugins`` (modules or

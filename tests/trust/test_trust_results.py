@@ -33,13 +33,13 @@ from specrun import hookimpl
 from specrun._core.data import Case, Location, Response
 from specrun._core.errors import ReportError
 from specrun._core.kinds import SourceContext
-from specrun._core.results import AssertionResult, Result, RunInfo
+from specrun._core.results import Result, RunInfo, Verdict
 from specrun._load.loader import Loader
 from specrun._project.plugin_manager import default_plugins
 from specrun._project.project import Project
 from specrun._report.console import ConsoleReport
-from specrun._report.stability import Aggregator, exit_code, iter_stream, verdict
-from specrun._report.stream import ResultStream
+from specrun._report.stability import Aggregator, exit_code, verdict
+from specrun._report.stream import ResultStream, iter_stream
 from specrun._run.plan import build_plan, load_inputs
 from specrun._run.runner import Runner, RunOptions
 
@@ -147,7 +147,7 @@ def test_an_output_json_cannot_hold_makes_its_own_case_an_error(name):
 
 
 def test_the_part_json_cannot_hold_is_named_and_the_rest_is_kept():
-    verdict_ = AssertionResult("equals", "failed", "differs", expected=1, actual={"x": float("nan"), "y": 2})
+    verdict_ = Verdict.settled("equals", "failed", "differs", expected=1, actual={"x": float("nan"), "y": 2})
     result = Result(_case(), "failed", response=Response("text"), assertions=[verdict_], error="first")
     record = _strict(result.line)
     assert result.status == "error"

@@ -9,6 +9,7 @@ from typing import Any
 from specrun.plugin import MISSING, shorten
 
 PREVIEW_CHARS = 200
+_SHOWN = json.JSONEncoder(ensure_ascii=False, default=str)  # one encoder: json.dumps with options makes one a call
 
 REGEX_FLAGS_SCHEMA = {
     "type": "string",
@@ -35,7 +36,7 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, str) and len(value) > limit:
         value = value[:limit]  # its JSON is still longer than limit: the cut below is the same
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)  # a message, not a record: NaN may show
+        text = _SHOWN.encode(value)  # a message, not a record: NaN may show
     except (ValueError, RecursionError):  # a circular structure
         text = repr(value)
     return shorten(text, limit)

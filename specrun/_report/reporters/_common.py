@@ -1,7 +1,7 @@
 """Shared by the whole-file reporters: the re-read result stream and its display helpers.
 
 A whole-file reporter keeps nothing during the run; in ``run_finished`` it scans the streamed JSONL
-once (per-case statistics and each line's offset, see ``specrun._report.stability.scan``) and then
+once (per-case statistics and each line's offset, see ``specrun._report.stream.scan``) and then
 reads the records of one case at a time while it writes, so memory does not grow with outputs.
 """
 
@@ -19,7 +19,8 @@ from ..._core.results import utc_timestamp
 from ..._run.matrix import Matrix, matrix
 from ..display import visible
 from ..outputs import atomic_writer
-from ..stability import CaseStats, Stream, scan
+from ..stability import CaseStats
+from ..stream import Stream, scan
 
 ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "skipped": "⏭️"}
 LABELS = {"passed": "Passed", "failed": "Failed", "error": "Error", "skipped": "Skipped"}
