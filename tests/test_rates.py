@@ -79,7 +79,7 @@ def test_diff_says_whether_the_change_is_larger_than_chance(tmp_path):
 
 
 def test_the_summary_and_the_agents_carry_intervals(tmp_path):
-    from specrun._report.stability import scan
+    from specrun._report.stream import scan
 
     path = write_stream(tmp_path / "r.jsonl", [*runs("a", 1, ["passed", "failed", "passed"])], runs=3)
     summary = scan(path).aggregator.summary()
