@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import compileall
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,10 @@ from support import background, fresh_run
 from specrun._models import litellm_route as providers
 
 _REPO = Path(__file__).resolve().parents[1]
+
+# The pytest runs tests start (pytester's and child processes) skip langsmith's plugin too: it
+# comes with langchain-core and imports 1.2 s of langsmith into every pytest start.
+os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"]))
 
 # What the tests leave (litellm's modules among them) dies with the process; frozen as it exits,
 # it is not swept first: 4 s at the end of every test process that imported litellm.

@@ -12,7 +12,7 @@ from specrun._load.loader import Loader
 from specrun._project.plugin_manager import get_plugin_manager
 
 DOC = Path(__file__).parent.parent / "docs" / "assertions.md"
-MODULES = {"text", "json_assertions", "tools", "metrics", "script", "snapshot"}
+MODULES = {"text", "similar", "json_assertions", "tools", "metrics", "script", "snapshot"}
 BLOCK = re.compile(r"^```(yaml|python)\n(.*?)^```", re.M | re.S)
 
 

@@ -122,6 +122,89 @@ async def test_tool_order_fails_when_reversed():
     assert not verdict.passed and "called: b, a" in verdict.message
 
 
+# -- the evidence: reported or not, status, steps, turns ---------------------------------------
+
+TRIP = [  # one model step each, but check_stock and check_price in one (in parallel)
+    ToolCall("lookup_order", {"id": "A1"}, status="ok", step=1),
+    ToolCall("check_stock", status="ok", step=2),
+    ToolCall("check_price", status="error", step=2),
+    ToolCall("refund", {"id": "A1"}, step=3),  # whether it succeeded is not said
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    [(tools.ToolCalled, {"name": "x"}), (tools.ToolNotCalled, {}), (tools.ToolOrder, {"names": ["x"]})],
+)
+async def test_a_reply_that_reports_no_tool_calls_is_never_a_pass_nor_a_fail(cls, params):
+    with pytest.raises(EvaluationError, match=r"cannot be judged: the target reports no tool calls \(it returned text"):
+        await cls().evaluate(Assertion(cls.name, params), check("I looked it up."))
+    verdict = await tool(cls, [], **params)  # an empty list, given: no tool was called
+    assert verdict.passed == (cls is tools.ToolNotCalled)
+
+
+async def test_a_call_counts_for_the_status_it_says():
+    assert (await tool(tools.ToolCalled, TRIP, name="lookup_order", status="ok")).passed
+    assert (await tool(tools.ToolCalled, TRIP, name="check_price", status="error")).passed
+    verdict = await tool(tools.ToolCalled, TRIP, name="check_price", status="ok")
+    assert (
+        not verdict.passed and "expected a call to check_price that succeeded (status ok); matched 0" in verdict.message
+    )
+    assert not (await tool(tools.ToolNotCalled, TRIP, status="error")).passed  # check_price failed
+    assert (await tool(tools.ToolNotCalled, TRIP, name="lookup_order", status="error")).passed
+
+
+async def test_a_call_of_unknown_status_satisfies_neither_and_cannot_decide_a_verdict():
+    verdict = await tool(tools.ToolCalled, TRIP, name=["lookup_order", "refund"], status="ok")
+    assert verdict.passed  # lookup_order succeeded, whatever refund did
+    assert "1 matching call does not say whether it succeeded (ToolCall.status): not counted" in verdict.message
+    for cls, params in [
+        (tools.ToolCalled, {"name": "refund", "status": "ok"}),
+        (tools.ToolCalled, {"name": "refund", "status": "error", "times": 0}),
+        (tools.ToolNotCalled, {"name": "refund", "status": "error"}),
+    ]:
+        with pytest.raises(EvaluationError, match=r"call does not say whether it succeeded \(ToolCall\.status\)"):
+            await tool(cls, TRIP, **params)
+
+
+async def test_tool_order_knows_calls_made_in_one_step():
+    assert (await tool(tools.ToolOrder, TRIP, names=["lookup_order", ["check_stock", "check_price"], "refund"])).passed
+    assert (await tool(tools.ToolOrder, TRIP, names=["lookup_order", ["check_price", "check_stock"]])).passed
+    verdict = await tool(tools.ToolOrder, TRIP, names=["check_stock", "check_price"])
+    assert not verdict.passed
+    assert "(check_price was called in the same step as check_stock, in parallel, not after it)" in verdict.message
+    assert "called: lookup_order, [check_stock, check_price], refund" in verdict.message
+    assert verdict.actual == ["lookup_order", ["check_stock", "check_price"], "refund"]
+    verdict = await tool(tools.ToolOrder, TRIP, names=[["lookup_order", "check_stock"]])
+    assert (
+        not verdict.passed and "[lookup_order, check_stock] (in one step) not found after the start" in verdict.message
+    )
+    # Steps order the calls, not the list: a later step listed first still comes after.
+    late_first = [ToolCall("b", step=2), ToolCall("a", step=1)]
+    assert (await tool(tools.ToolOrder, late_first, names=["a", "b"])).passed
+
+
+async def test_calls_made_in_one_step_cannot_be_judged_without_steps():
+    calls = [ToolCall("a"), ToolCall("b")]
+    assert (await tool(tools.ToolOrder, calls, names=["a", "b"])).passed  # no steps: as listed
+    with pytest.raises(EvaluationError, match=r"\[a, b\] must be called in one step .* do not say their model step"):
+        await tool(tools.ToolOrder, calls, names=[["a", "b"]])
+
+
+async def test_turns_narrow_and_order_the_calls():
+    calls = [ToolCall("book", turn=2), ToolCall("search", turn=1)]  # turns order them, not the list
+    assert (await tool(tools.ToolCalled, calls, name="search", turn=1)).passed
+    verdict = await tool(tools.ToolCalled, calls, name="search", turn=2)
+    assert not verdict.passed and "expected a call to search in turn 2; matched 0" in verdict.message
+    assert (await tool(tools.ToolNotCalled, calls, name="book", turn=1)).passed
+    assert (await tool(tools.ToolOrder, calls, names=["search", "book"])).passed
+    assert not (await tool(tools.ToolOrder, calls, names=["search", "book"], turn=2)).passed
+    with pytest.raises(EvaluationError, match=r"call does not say its turn \(ToolCall\.turn\)"):
+        await tool(tools.ToolCalled, [ToolCall("search")], name="search", turn=1)
+    with pytest.raises(EvaluationError, match=r"cannot be judged in turn 1: .* \(ToolCall\.turn\)"):
+        await tool(tools.ToolOrder, [ToolCall("search")], names=["search"], turn=1)
+
+
 # -- word_count, latency, cost ----------------------------------------------------------------
 
 

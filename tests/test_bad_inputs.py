@@ -79,7 +79,13 @@ EXPECTED: dict[str, list[Expect]] = {
     "case_not_mapping.jsonl": [E(2, 1, "the case must be a mapping, not a list", "cases[1]")],
     # -- case fields ---------------------------------------------------------------------------
     "wrong_type.jsonl": [
-        E(2, 33, "input must be text, a message {role, content} or a list of messages, not a number", "cases[1].input")
+        E(
+            2,
+            33,
+            "input must be text, a message {role, content}, a list of messages or a tool call {tool, arguments},"
+            " not a number",
+            "cases[1].input",
+        )
     ],
     "unknown_field.yaml": [E(5, 3, "unknown field 'colour' (allowed: ", "cases[1].colour")],
     "missing_id.jsonl": [E(2, 1, "missing required field 'id'", "cases[1]")],

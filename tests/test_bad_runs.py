@@ -47,7 +47,10 @@ BAD: dict[str, Bad] = {
     # -- agent files ---------------------------------------------------------------------------
     "unknown_target_type": Bad(
         SUITE,
-        ["agent.yaml:2:9: unknown target type 'grpc' (known: http, litellm, process", "(at target.type)"],
+        [
+            "agent.yaml:2:9: unknown target type 'grpc' (known: a2a, http, litellm, mcp, process, python)",
+            "(at target.type)",
+        ],
     ),
     "agent_unknown_field": Bad(SUITE, ["agent.yaml:2:1: unknown field 'colour'", "(at colour)"]),
     "agent_module_missing": Bad(

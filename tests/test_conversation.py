@@ -14,9 +14,10 @@ import support.cli
 from support.llm_server import LLMServer
 
 from specrun import Response, ToolCall
+from specrun._core.data import Agent as AgentFile
 from specrun._core.data import Case, Context, Message, Usage
 from specrun._core.errors import UsageError
-from specrun._core.kinds import Session
+from specrun._core.kinds import Job, Session
 from specrun._core.services import Services
 from specrun._load.loader import Loader
 from specrun._project.plugin_manager import get_plugin_manager
@@ -45,7 +46,8 @@ def scripted(*turns: str) -> dict[str, Any]:
 
 
 class Agent(Session):
-    """The agent under test: each reply is a string, a Response, or a coroutine function."""
+    """The agent under test: each reply is a string (a reply that called no tool, and says so),
+    a Response, or a coroutine function."""
 
     def __init__(self, *replies: Any):
         self.replies = list(replies)
@@ -56,12 +58,13 @@ class Agent(Session):
         reply = self.replies[min(len(self.seen), len(self.replies)) - 1]
         if callable(reply):
             reply = await reply()
-        return reply if isinstance(reply, Response) else Response(reply)
+        return reply if isinstance(reply, Response) else Response(reply, tool_calls=[])
 
 
 async def converse(registry, case: Case, agent: Session, timeout: float = 60.0, services: Any = None, default=None):
     ctx = Context(case_id=case.id)
-    return await run_conversation(case, agent, ctx, services, registry, timeout, default, 1)
+    job = Job(case, AgentFile("bot", {"type": "python"}, case.suite.base_dir if case.suite else Path()))
+    return await run_conversation(job, agent, ctx, services, registry, timeout, default)
 
 
 async def test_ordered_checkpoints_two_in_one_turn_stop_the_conversation(registry, tmp_path):
@@ -86,8 +89,8 @@ async def test_ordered_checkpoints_two_in_one_turn_stop_the_conversation(registr
     assert result.status == "passed", result.error
     assert result.error is None
     assert [t["input"] for t in result.turns] == ["file an expense", "travel, $3500", "yes"]
-    assert result.turns[2]["tool_calls"] == [{"name": "create_expense", "arguments": {"amount": 3500}}]
-    assert "tool_calls" not in result.turns[0]
+    assert result.turns[2]["tool_calls"] == [{"name": "create_expense", "arguments": {"amount": 3500}, "turn": 3}]
+    assert result.turns[0]["tool_calls"] == []  # the reply said it called none
     assert [(c["id"], c["reached_at_turn"], c["passed"]) for c in result.checkpoints] == [
         ("ask_type", 1, True),
         ("confirm", 2, True),

@@ -110,10 +110,10 @@ def test_markdown_comment(files):
         assert f"### {title}" in text
     assert "### ➕ New cases (2)" in text and "### ❓ Missing from NEW (1)" in text
     added = text[text.index("### ➕ New cases") :].split("\n\n")[1]
-    assert "| brand\\_new | passed (100.0%) |" in added and "| new\\_and\\_red · evil" in added
-    assert "| failed (0.0%) |" in added
+    assert "| brand\\_new | passed (100.0%, 95% CI 43.9–100.0%) |" in added and "| new\\_and\\_red · evil" in added
+    assert "| failed (0.0%, 95% CI 0.0–56.1%) |" in added  # every pass rate of several runs has its interval
     assert "### 🐢 Slower (mean duration) (1)" in text and "### 💸 Costlier per run (1)" in text
-    assert "| breaks | passed (100.0%) | failed (33.3%) |" in text
+    assert "| breaks | passed (100.0%, 95% CI 43.9–100.0%) | failed (33.3%, 95% CI 6.1–79.2%) |" in text
     html = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
     assert "<img" not in html  # a case name cannot inject markup into the PR comment
     rows = [r for r in text.splitlines() if r.startswith("| new\\_and\\_red")]
@@ -179,7 +179,8 @@ def test_runs_against_several_agents_pair_by_case_and_agent(tmp_path):
         assert [(x.case.id, x.case.agent) for x in c.still_failing] == [("capital", "b")]
         assert [(x.case.id, x.case.agent) for x in c.added] == [("greeting", "b")] and not c.missing
         text = to_markdown(c)
-        assert "| capital [a] | passed (100.0%) | failed (50.0%) |" in text and "| greeting [b] | (new) |" in text
+        assert "| capital [a] | passed (100.0%, 95% CI 34.2–100.0%) | failed (50.0%, 95% CI 9.5–90.5%) |" in text
+        assert "| greeting [b] | (new) |" in text
     twice = matrix_records({("capital", "a"): ["passed"], ("capital", "b"): ["passed"]})
     write_stream(tmp_path / "twice.jsonl", [*twice, twice[0]])
     with pytest.raises(
@@ -255,7 +256,8 @@ def test_diff_of_two_real_runs_of_the_example_suite(tmp_path):
 
     diff = _specrun("diff", str(tmp_path / "old.jsonl"), str(tmp_path / "new.jsonl"), cwd=tmp_path)
     assert diff.returncode == 1, diff.stderr
-    assert "### ❌ Newly failing (1)" in diff.stdout and "| T001 | passed | failed (0.0%) |" in diff.stdout
+    assert "### ❌ Newly failing (1)" in diff.stdout
+    assert "| T001 | passed | failed (0.0%, 95% CI 0.0–65.8%) |" in diff.stdout
     back = _specrun("diff", str(tmp_path / "new.jsonl"), str(tmp_path / "old.json"), cwd=tmp_path)
     assert back.returncode == 0, back.stdout + back.stderr
     assert "### ✅ Fixed (1)" in back.stdout

@@ -27,6 +27,10 @@ async def slow(messages, ctx):
 def blocking(messages, ctx):
     time.sleep(float(messages[-1].text))
     return "done"
+
+async def to_thread(messages, ctx):  # the loop's default executor: asyncio.run joins its threads
+    await asyncio.to_thread(time.sleep, float(messages[-1].text))
+    return "done"
 """
 
 HOOKS = """
@@ -132,8 +136,9 @@ def test_second_ctrl_c_exits_at_once(tmp_path):
     assert time.monotonic() - started < 5
 
 
-def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path):
-    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], "blocking")
+@pytest.mark.parametrize("function", ["blocking", "to_thread"])
+def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path, function):
+    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], function)
     started = time.monotonic()
     proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
     proc.communicate(timeout=30)

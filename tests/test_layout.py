@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import networkx
+
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 500
 
@@ -42,39 +44,7 @@ def test_no_import_circle_has_more_than_three_modules():
             parts = parts[:-1]
         files[".".join(parts)] = (f, package)
     graph = {name: _imports(f, package, set(files)) - {name} for name, (f, package) in files.items()}
-    # strongly connected components (Tarjan), iteratively
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    circles = []
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    component.append(member)
-                    if member == node:
-                        break
-                circles.append(sorted(component))
+    circles = [sorted(c) for c in networkx.strongly_connected_components(networkx.DiGraph(graph))]
     big = [c for c in circles if len(c) > 3]
     assert not big, f"import circles of more than 3 modules (module level, TYPE_CHECKING included): {big}"
     assert ["specrun._core.kinds"] in circles  # the kinds import no room that imports them

@@ -120,6 +120,17 @@ async def test_async_tools_and_tool_errors_are_answered_to_the_model(server, too
     assert results[1] == {"error": "RuntimeError: database down"}
     assert "unknown tool 'teleport'" in results[2]["error"]
     assert [m["role"] for m in server.requests[1]["messages"][-3:]] == ["tool", "tool", "tool"]
+    # One model response: its three calls were made in parallel (step 1); failures say so.
+    assert [(c.step, c.status) for c in response.tool_calls] == [(1, "ok"), (1, "error"), (1, "error")]
+
+
+async def test_the_tool_loop_numbers_its_model_steps(server, tools):
+    tools_dir, module = tools
+    weather = {"name": "get_weather", "arguments": {"city": "Oslo"}}
+    server.script({"tool_calls": [weather]}, {"tool_calls": [weather, weather]}, {"content": "sunny"})
+    target = target_for(server, tools_dir, tool_impls={"get_weather": f"{module}:get_weather"})
+    response = await target.respond(ask("go"), Context("c1"))
+    assert [(c.step, c.status) for c in response.tool_calls] == [(1, "ok"), (2, "ok"), (2, "ok")]
 
 
 async def test_without_tool_impls_the_requested_calls_are_the_answer(server, tmp_path):

@@ -62,12 +62,14 @@ def check_reports(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "out.json").read_text())
     agents = report["summary"]["agents"]
     assert agents["good"]["pass_rate"] == 100.0 and agents["bad"]["pass_rate"] == 50.0
+    assert agents["good"]["pass_rate_ci"] == [34.2, 100.0] and agents["bad"]["pass_rate_ci"] == [9.5, 90.5]  # of 2
     assert agents["good"]["avg_duration_ms"] > agents["bad"]["avg_duration_ms"]  # the good bot sleeps 50 ms
     assert report["matrix"]["agents"] == ["bad", "good"]
     capital = next(c for c in report["matrix"]["cases"] if c["id"] == "capital")
     assert capital["agents"] == {"good": "passed", "bad": "failed"}
     md = (tmp_path / "out.md").read_text()
     assert "## Agents" in md and "| Case | bad | good |" in md and "| capital | ❌ 0.0% | ✅ 100.0% |" in md
+    assert "| bad | 2 | 1 | 1 | 0 | 50.0% | 9.5–90.5% |" in md
     html = (tmp_path / "out.html").read_text()
     assert '<section id="matrix">' in html and "<th>bad</th><th>good</th>" in html
     names = [el.get("name") for el in ET.parse(tmp_path / "out.xml").iter("testcase")]
@@ -87,6 +89,7 @@ def test_repeated_n_runs_every_case_against_each_agent(tmp_path):
     assert "case" in matrix and "bad" in matrix and "good" in matrix
     assert [line.split()[-2:] for line in matrix.splitlines() if line.strip().startswith("capital")] == [["✗", "✓"]]
     assert "50.0%" in matrix and "100.0%" in matrix
+    assert [line.split()[-2:] for line in matrix.splitlines() if "95% CI" in line] == [["9.5–90.5%", "34.2–100.0%"]]
     check_reports(tmp_path)
 
 

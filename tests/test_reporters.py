@@ -225,7 +225,7 @@ def test_markdown_fence_is_longer_than_backticks_inside(registry, stream, tmp_pa
 
 def test_markdown_with_runs_has_stability_table(registry, multi, tmp_path):
     text = write_report(registry, tmp_path / "r.md", multi)
-    assert "## Stability" in text and "| flaky | ❌ Failed | 66.7% | 0.67 | 3 (2/1/0) |" in text
+    assert "## Stability" in text and "| flaky | ❌ Failed | 66.7% | 20.8–93.9% | 0.67 | 3 (2/1/0) |" in text
     assert "pass^3 (all runs passed) | 33.3%" in text
     assert "#### Run 2: failed" in text
 

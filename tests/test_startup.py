@@ -129,3 +129,6 @@ def test_a_run_whose_match_only_scores_does_not_import_litellm(tmp_path: Path) -
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert '"status": "passed"' in (tmp_path / "out.jsonl").read_text()
     assert not _litellm(modules)
+    # The python target asked the adapters about a function: none imports its framework for that.
+    assert not modules & {"langgraph", "langchain_core"}
+    assert not [m for m in modules if m.startswith(("opentelemetry", "specrun._traces"))], "traces are off"

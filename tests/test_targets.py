@@ -11,6 +11,7 @@ from specrun._core.errors import SuiteError
 from specrun._load.loader import load_mapping_file
 from specrun._load.schemas import agent_schema
 from specrun._project.plugin_manager import get_plugin_manager
+from specrun._project.project import Project
 
 DOCS = Path(__file__).parents[1] / "docs" / "targets.md"
 
@@ -36,7 +37,8 @@ def test_docs_examples_are_valid_agent_files(registry, example, tmp_path):
     path = tmp_path / "agent.yaml"
     path.write_text(example)
     data = load_mapping_file(path, agent_schema(registry))
-    config = data["target"]
+    config = Project(tmp_path, registry).target_config(data["target"])  # a mapping, or the string shorthand
+    assert config is not None, data["target"]
     registry.get("target", config["type"])(config, tmp_path)  # builds without error
 
 

@@ -221,6 +221,33 @@ async def test_template_tool_calls_and_structured_output(app_server):
     assert [(t.name, t.arguments) for t in response.tool_calls] == [("search", {"q": "x"}), ("lookup", {"id": 3})]
 
 
+async def test_template_reports_tools_only_with_a_tool_calls_path(app_server):
+    """Without a path the reply's calls are unknown (a tool assertion is an error); with one that
+    finds nothing, none was called; a call's status and step are read when the reply has them."""
+    app_server["reply"] = {"data": {"answer": "ok"}, "steps": [{"tool": "pay", "ok": "error", "n": 2}]}
+    plain = template_target(app_server["url"], body={"q": "{{input}}"}, output="data.answer")
+    assert not (await plain.respond(user("go"), CTX)).tools_reported
+    await plain.aclose()
+    empty = template_target(app_server["url"], body={"q": "{{input}}"}, output="data.answer", tool_calls="nothing[]")
+    response = await empty.respond(user("go"), CTX)
+    await empty.aclose()
+    assert response.tools_reported and response.tool_calls == []
+    path = "steps[].{name: tool, status: ok, step: n}"
+    target = template_target(app_server["url"], body={"q": "{{input}}"}, output="data.answer", tool_calls=path)
+    [call] = (await target.respond(user("go"), CTX)).tool_calls
+    assert (call.name, call.status, call.step) == ("pay", "error", 2)
+    app_server["reply"]["steps"][0]["ok"] = "failed"
+    with pytest.raises(TargetError, match="tool call 'pay' has status 'failed': a status is 'ok' or 'error'"):
+        await target.respond(user("go"), CTX)
+    await target.aclose()
+
+
+async def test_openai_reply_without_tool_calls_reports_none(llm, openai_target):
+    llm.script({"content": "hi"})
+    response = await openai_target.respond(user("q"), CTX)
+    assert response.tools_reported and response.tool_calls == []
+
+
 async def test_template_output_that_finds_nothing_is_an_error(app_server):
     target = template_target(app_server["url"], body={"q": "{{input}}"}, output="data.missing")
     with pytest.raises(TargetError, match=r"output expression 'data\.missing' found nothing"):

@@ -18,7 +18,9 @@ from specrun import Response, ToolCall
 def agent(messages, ctx):
     text = messages[-1].text
     if "nothing" in text:
-        return "Nothing to do."
+        return Response("Nothing to do.", tool_calls=[])  # no tool called, and it says so
+    if "chat" in text:
+        return "Just chatting."  # says nothing of tools
     order = text.split()[-1].rstrip("?")
     calls = [ToolCall("orders.lookup", {"order_id": order, "verbose": True, "items": [1, 2]})]
     if "json" in text:  # an agent passing the raw JSON text of the arguments
@@ -71,6 +73,9 @@ async def test_the_last_reply_matches_as_the_tool_assertions_do(shop):
             t.expect_tool_called(["orders.lookup", 3])
         with pytest.raises(TypeError, match="arguments must be a mapping"):
             t.expect_tool_called("orders.lookup", ["A17"])
+        await t.send("chat")  # a bare string: what it called is not known
+        with pytest.raises(EvaluationError, match=r"reports no tool calls \(it returned text only\)"):
+            t.expect_tool_not_called("orders.lookup")
 
 
 async def test_a_cli_agent_reports_no_tool_calls_so_nothing_is_judged():

@@ -174,6 +174,8 @@ async def test_comparison_shows_a_regression(browser, server, project):
         assert "capital" in await page.js("document.querySelector('#slower').innerText")
         assert "capital" in await page.js("document.querySelector('#flaky').innerText")  # passed, failed, passed
         assert "greeting" not in await page.js("document.querySelector('#flaky').innerText")
+        assert "McNemar's exact test" in await page.js("document.querySelector('#paired').innerText")
+        assert "95% CI" in await page.js("document.querySelector('#pass-rates').innerText")
 
 
 async def test_hostile_agent_output_executes_nothing(browser, server, project):
@@ -197,6 +199,8 @@ async def test_run_matrix_shows_two_agents(browser, server, project):
         assert "failed" in capital
         rate = next(r for r in rows if r.startswith("Pass rate"))
         assert rate.split("\t")[1:] == ["0.0%", "75.0%"]  # bad passes nothing; good all but capital
+        interval = next(r for r in rows if r.startswith("95% CI"))
+        assert interval.split("\t")[1:] == ["0.0–49.0%", "30.1–95.4%"]  # 0 of 4 runs, 3 of 4
 
 
 def test_case_page_timeline_and_output_changes(server, project):

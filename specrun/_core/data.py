@@ -28,6 +28,8 @@ DEFAULT_TIMEOUT = 120.0  # a case's; one model call's is llm.DEFAULT_CALL_TIMEOU
 TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed's wording; counted as timeouts)
 DEFAULT_MAX_TURNS = 20
 
+TOOL_CALL_PART = "tool_call"  # the content part of a tool-call input: {type, name, arguments}
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
@@ -82,6 +84,19 @@ class Message:
             return []
         return [p for p in self.content if p.get("type") != "text"]
 
+    @property
+    def tool_request(self) -> ToolCall | None:
+        """The tool this message asks to call (a case's ``input: {tool, arguments}``), or None."""
+        if isinstance(self.content, str):
+            return None
+        part = next((p for p in self.content if p.get("type") == TOOL_CALL_PART), None)
+        return ToolCall(part["name"], dict(part.get("arguments") or {})) if part else None
+
+    @classmethod
+    def calling(cls, tool: str, arguments: dict[str, Any] | None = None) -> Message:
+        """A user message that asks to call ``tool`` with ``arguments`` (what ``{tool, arguments}`` loads as)."""
+        return cls("user", [{"type": TOOL_CALL_PART, "name": tool, "arguments": dict(arguments or {})}])
+
     def to_dict(self) -> dict[str, Any]:
         if isinstance(self.content, str):
             data: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -120,8 +135,7 @@ class ToolCall:
 
 
 class _NotReported(list[ToolCall]):
-    """``Response.tool_calls`` when the target said nothing of tools (a plain text reply): unknown,
-    which is not the same as an empty list given on purpose (no tool was called)."""
+    """``Response.tool_calls`` when the target said nothing of tools: unknown, not ``[]`` (none)."""
 
 
 @dataclass
@@ -225,6 +239,8 @@ class Response:
     ``tool_calls`` are the tools it called; left out, they are not reported (``tools_reported``
     is False: a tool assertion cannot be judged), while ``tool_calls=[]`` reports that none was.
     ``warnings`` say why a target doubts what it read (shown on the case and in its record).
+    ``state`` is how the agent's protocol said the turn ended, when it says: an MCP tool
+    result's ``ok`` or ``error``, an A2A task's ``completed``, ``failed``, ``input-required``...
     """
 
     content: Any = None
@@ -233,6 +249,7 @@ class Response:
     latency_ms: float | None = None
     raw: Any = None
     warnings: list[str] = field(default_factory=list)
+    state: str | None = None
 
     @cached_property
     def text(self) -> str:
@@ -271,6 +288,8 @@ class Response:
             data["tool_calls"] = [t.to_dict() for t in self.tool_calls]
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.state is not None:
+            data["state"] = self.state
         return data
 
 
@@ -345,8 +364,10 @@ class Case:
     simulator: dict[str, Any] | None = None
     checkpoints: list[Checkpoint] = field(default_factory=list)
     max_turns: int | None = None
+    limits: dict[str, float] = field(default_factory=dict)  # the case's and its defaults' (specrun/_run/limits.py)
     suite: Suite | None = field(default=None, repr=False, compare=False)
     target: str | dict[str, Any] | None = None  # this case's own agent, over the suite's
+    tools: list[dict[str, Any]] = field(default_factory=list)  # mocked tools, served over MCP (specrun._mocks)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)  # generated cases only: what --save writes
 
     @property
@@ -359,7 +380,10 @@ class Case:
         """The name when given, else a preview of the last input message."""
         if self.name:
             return self.name
-        return self.input[-1].text if self.input else ""
+        if not self.input:
+            return ""
+        call = self.input[-1].tool_request
+        return f"{call.name} {to_json(call.arguments)}" if call else self.input[-1].text
 
 
 @dataclass
@@ -371,6 +395,8 @@ class Suite:
     name: str | None = None
     target: str | dict[str, Any] | None = None
     targets: list[str | dict[str, Any]] | None = None  # each case runs against every one of these
+    samples: int | None = None  # judge calls per judge assertion of its cases (specrun._judges.samples)
+    pairwise: dict[str, Any] | None = None  # its agents' answers compared two at a time (specrun._judges.pairwise)
     generated: bool = False  # made by a model or script: data only, and what --save writes
 
     @property
@@ -379,10 +405,55 @@ class Suite:
 
 
 @dataclass
+class TraceContext:
+    """The case's trace, when its agent file says ``traces: otel`` (``Context.trace``): the W3C
+    trace context the agent's spans join, and where an agent in another process sends them.
+
+    A target passes ``traceparent`` on (the ``http`` target as a header) or the whole of
+    ``environment()`` (the ``process`` target); spans of ``trace_id`` are the case's evidence
+    (docs/targets.md, "Traces"). ``spans`` is the trace as the result records it, set when
+    the case's session closes.
+    """
+
+    trace_id: str  # 32 lowercase hex digits
+    span_id: str  # 16: the case's root span, the parent of the agent's first spans
+    endpoint: str | None = None  # specrun's OTLP/HTTP receiver (http://127.0.0.1:PORT); None: none listens
+    spans: list[dict[str, Any]] | None = None
+    dropped: int = 0  # spans of the case's trace beyond what is kept
+
+    @property
+    def traceparent(self) -> str:
+        """The W3C ``traceparent`` header value: version 00, sampled."""
+        return f"00-{self.trace_id}-{self.span_id}-01"
+
+    @property
+    def traces_endpoint(self) -> str | None:
+        """The receiver's traces URL (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), or None."""
+        return f"{self.endpoint}/v1/traces" if self.endpoint else None
+
+    def environment(self) -> dict[str, str]:
+        """The variables that point an OpenTelemetry SDK in another process at this trace:
+        ``TRACEPARENT`` and, with a receiver, ``OTEL_EXPORTER_OTLP_ENDPOINT`` and
+        ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``."""
+        env = {"TRACEPARENT": self.traceparent}
+        if self.endpoint:
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.endpoint
+            env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{self.endpoint}/v1/traces"
+        return env
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result record's ``trace``: the trace id and the kept spans."""
+        data: dict[str, Any] = {"trace_id": self.trace_id, "spans": self.spans or []}
+        if self.dropped:
+            data["dropped"] = self.dropped
+        return data
+
+
+@dataclass
 class Context:
     """What a target, hook or assertion knows of the case it serves: its environment (V1's
     TestEnvironment: user, team, locale, client type and IP, referer, accept), its options and
-    metadata, and ``extra`` (the other keys of ``--ctx``)."""
+    metadata, ``extra`` (the other keys of ``--ctx``), ``trace`` (its agent traced) and ``mcp_url``."""
 
     case_id: str
     user: str = DEFAULT_USER
@@ -396,6 +467,8 @@ class Context:
     client_ip: str = ENVIRONMENT_DEFAULTS["client_ip"]
     referer: str = ENVIRONMENT_DEFAULTS["referer"]
     accept: str = ENVIRONMENT_DEFAULTS["accept"]
+    trace: TraceContext | None = None  # set by specrun for an agent with ``traces:`` on
+    mcp_url: str | None = None  # the MCP server of the case's mocked tools (``tools:``), set by specrun
 
     def to_dict(self) -> dict[str, Any]:
         # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.
@@ -419,6 +492,7 @@ class Agent:
     path: Path | None = None
     extra_hook_dirs: list[Path] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)  # what one case needs on an executor (num_cpus, ...)
+    traces: dict[str, Any] | None = None  # ``traces:`` of the agent file, as a mapping with ``type``
 
     @property
     def hook_dirs(self) -> list[Path]:

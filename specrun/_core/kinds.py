@@ -18,6 +18,7 @@ from .data import Agent, Assertion, Case, Context, Message, Response, Suite, Usa
 from .redact import expand_env
 from .results import Result, RunInfo, Verdict  # Verdict: what assertions return, here for them
 from .services import Services
+from .target_checks import TargetChecks
 
 
 class Plugin:
@@ -49,6 +50,10 @@ class Check:
     context: Context
     services: Services | None = None  # model calls, project agents and config; None outside a run
     messages: list[Message] = field(default_factory=list)
+    target: str | None = None  # the type of the target that answered (python, http...), for messages
+    # A dynamic case's checkpoint: the latest answer carrying the tool calls of every turn so far
+    # (the conversation judges read them all); None: ``response`` is the whole story.
+    conversation: Response | None = None
 
 
 class AssertionType(Plugin):
@@ -64,7 +69,9 @@ class AssertionType(Plugin):
     means: the loader adds ``{type: <name>, <expected_param>: <expected>}``;
     ``validator_param``, set on one installed type, makes it what ``Test.assert_agent`` runs:
     ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
-    the type's built-in validator).
+    the type's built-in validator); ``meaning_param``, set on one installed type, makes it what
+    ``specrun.testing.assert_similar`` runs: ``{<meaning_param>: expected, threshold: ..., model:
+    ...}``; ``state_param``: see ``Target.success_states``.
     """
 
     data_only: ClassVar[bool] = True
@@ -72,6 +79,8 @@ class AssertionType(Plugin):
     ref_params: ClassVar[tuple[str, ...]] = ()
     expected_param: ClassVar[str | None] = None
     validator_param: ClassVar[str | None] = None
+    meaning_param: ClassVar[str | None] = None
+    state_param: ClassVar[str | None] = None
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters.
@@ -116,7 +125,7 @@ class Session:
         """Release what the session holds (a process, a connection)."""
 
 
-class Target(Plugin):
+class Target(TargetChecks, Plugin):
     """A kind of agent under test. Built once per run from its config mapping.
 
     Stateless targets implement ``respond``; stateful ones override ``session``. In the config
@@ -131,6 +140,7 @@ class Target(Plugin):
 
     env_fields: ClassVar[tuple[str, ...]] = ()
     command_param: ClassVar[str | None] = None
+    trace_receiver: ClassVar[str | None] = "127.0.0.1:4318"  # traces: otel: where its spans go (docs/plugins.md)
     # False when its calls never queue in one of specrun's rate limiters (which pause the case
     # timeout while a call queues): the engine may then start a call before arming its timer
     rate_limited: ClassVar[bool] = True
@@ -447,26 +457,3 @@ class Executor(Plugin):
 
     async def close(self) -> None:
         """Release what ``start`` took; called once the last case is done."""
-
-
-__all__ = [
-    "Adapter",
-    "AssertionType",
-    "CaseCancelled",
-    "CaseLoader",
-    "Check",
-    "Executor",
-    "ExecutorHost",
-    "Job",
-    "Plugin",
-    "Reporter",
-    "Session",
-    "Simulator",
-    "SimulatorState",
-    "SimulatorTurn",
-    "Source",
-    "SourceContext",
-    "Suite",
-    "Target",
-    "Verdict",
-]

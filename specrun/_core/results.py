@@ -18,6 +18,7 @@ from .data import (
     Context,
     Response,
     Status,
+    ToolCall,
     Usage,
     json_line,
 )
@@ -124,7 +125,11 @@ class Result:
         output, calls = record.get("output"), record.get("tool_calls")
         result = cls(case, record["status"], record.get("duration_ms") or 0.0, record.get("run") or 1)
         result.error, result.traceback, result.assertions = record.get("error"), record.get("traceback"), assertions
-        result.response = Response(content=output) if output is not None or calls else None
+        state = record.get("state")
+        known = output is not None or calls is not None or state is not None
+        result.response = Response(content=output, state=state) if known else None
+        if calls is not None and result.response is not None:  # reported, [] included: kept apart from not known
+            result.response.tool_calls = [ToolCall(**c) for c in calls if isinstance(c, dict)]
         result.turns, result.checkpoints = record.get("turns"), record.get("checkpoints")
         result.cached, result.flaky = bool(record.get("cached")), bool(record.get("flaky"))
         result._record, result._line = record, line
@@ -196,8 +201,10 @@ class Result:
         if case.expected is not MISSING:
             data["expected"] = case.expected
         data["output"] = self.response.content if self.response else None
-        if self.response and self.response.tool_calls:
+        if self.response and self.response.tools_reported:  # [] says none was called; no key: not known
             data["tool_calls"] = [t.to_dict() for t in self.response.tool_calls]
+        if self.response and self.response.state is not None:
+            data["state"] = self.response.state
         data["error"] = self.error
         if self.traceback:
             data["traceback"] = self.traceback
@@ -213,6 +220,8 @@ class Result:
             data["total_turns"] = len(self.turns)
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
+        if self.context is not None and self.context.trace is not None and self.context.trace.spans is not None:
+            data["trace"] = self.context.trace.to_dict()  # the agent's span tree (traces: otel)
         if self.cached:
             data["cached"] = True
         if self.flaky:

@@ -11,6 +11,7 @@ from .errors import EvaluationError
 
 if TYPE_CHECKING:
     from .._models.completions import Completion
+    from .._models.embeddings import Embeddings
 
 T = TypeVar("T")
 
@@ -37,8 +38,9 @@ class Parsed(Generic[T]):
 class Models(Protocol):
     """The run's model client as plugins see it (``check.services.models``).
 
-    Calls are retried, cached on disk per ``run`` and ``version``, and counted in the run's
-    totals; a call that fails for good raises ``ModelError`` (an ``EvaluationError``).
+    Calls are retried, cached on disk per ``run``, ``sample`` (a judge's sample index) and
+    ``version``, and counted in the run's totals; a call that fails for good raises
+    ``ModelError`` (an ``EvaluationError``).
     """
 
     def model_for(self, purpose: str, model: str | None = None) -> str:
@@ -59,8 +61,16 @@ class Models(Protocol):
         run: int = 1,
         cache: bool = True,
         version: str = "",
+        sample: int = 1,
     ) -> Completion:
         """Ask the model once and return its answer (``Completion.text``, ``tool_calls``, ``usage``)."""
+        ...
+
+    async def embed(
+        self, texts: list[str], *, model: str, params: Mapping[str, Any] | None = None, cache: bool = True
+    ) -> Embeddings:
+        """The embedding of each text by ``model`` (a litellm embedding model): ``Embeddings.vectors``,
+        in order, and ``usage``; cached on disk (not per run: an embedding does not vary)."""
         ...
 
     async def complete_json(
@@ -73,6 +83,7 @@ class Models(Protocol):
         purpose: str = "judge",
         run: int = 1,
         version: str = "",
+        sample: int = 1,
     ) -> Parsed[T]:
         """Ask for JSON and ``parse`` it (``parse`` raises ``ValueError`` on a reply it cannot use,
         which is asked for once more); the parsed value, or the problem, and every call's usage."""

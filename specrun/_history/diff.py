@@ -2,8 +2,9 @@
 
 Either side may be a JSONL result stream or a ``.json`` report, read by
 :func:`specrun._history.report_loading.load_side`. ``compare_sides`` sorts the cases by the rules in
-docs/reports.md, a case run against several agents once per agent; ``to_markdown`` renders a
-pull-request comment, with every case text escaped.
+docs/reports.md, a case run against several agents once per agent, and counts the cases both ran
+for McNemar's paired test (``specrun._report.rates``); ``to_markdown`` renders a pull-request
+comment, with every case text escaped and every pass rate with its 95% Wilson interval.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._report.display import md_text
+from .._report.rates import Paired, interval_of, summary_runs
 from .report_loading import Outcome, Side, load_side
 
 __all__ = ["Change", "Comparison", "Outcome", "Side", "compare_files", "compare_sides", "load_side", "to_markdown"]
@@ -74,6 +76,7 @@ class Comparison:
     costlier: list[Change] = field(default_factory=list)
     cheaper: list[Change] = field(default_factory=list)
     matrix: bool = False  # a side ran cases against several agents: cases are named with theirs
+    paired: Paired = field(default_factory=Paired)  # the cases both ran, for McNemar's test
 
     @property
     def rate_dropped(self) -> list[Change]:
@@ -129,6 +132,8 @@ def compare_sides(old: Side, new: Side) -> Comparison:
     pairs, missing, added = _pair(old, new, matrix)
     for change in pairs:
         before, now = change.old.status, change.new.status  # type: ignore[union-attr]
+        if "skipped" not in (before, now):
+            result.paired.add(before == "passed", now == "passed")
         if now in FAILING and before not in FAILING:
             result.newly_failing.append(change)
         elif now in FAILING:
@@ -223,6 +228,9 @@ def _totals(c: Comparison) -> list[str]:
     lines += [row("Errors", "errors"), row("Skipped", "skipped")]
     rates = [f"{r:.1f}%" if r is not None else "-" for r in (rate_a, rate_b)]
     lines.append(f"| Pass rate | {rates[0]} | {rates[1]} | {_signed(rate_d, '{:+.1f} pp')} |")
+    runs = [summary_runs(old), summary_runs(new)]
+    cis = [interval_of(*r) if r else "-" for r in runs]
+    lines.append(f"| Pass rate, 95% CI | {md_text(cis[0])} | {md_text(cis[1])} | |")
     lines.append(f"| Duration | {_ms(dur_a)} | {_ms(dur_b)} | {dur_d} |")
     if cost_a is not None or cost_b is not None:
         lines.append(f"| Cost | {_money(cost_a)} | {_money(cost_b)} | {_money_delta(cost_d)} |")
@@ -256,6 +264,7 @@ def to_markdown(c: Comparison) -> str:
     lines = ["## specrun diff", "", *_verdict(c)]
     lines += [f"Old: {md_text(c.old.path)} · New: {md_text(c.new.path)}", ""]
     lines += _totals(c)
+    lines += [f"**Larger than chance?** {c.paired.text()}", ""]  # numbers and our words: nothing to escape
 
     def name(o: Outcome) -> str:
         return _name(o, c.matrix)

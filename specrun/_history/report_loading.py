@@ -18,6 +18,7 @@ from typing import Any
 
 from .._core.errors import UsageError
 from .._report.display import shorten
+from .._report.rates import interval_text, wilson_pct
 from .._report.stability import CaseStats, failure_reason
 from .._report.stream import scan
 
@@ -41,8 +42,11 @@ class Outcome:
 
     @property
     def label(self) -> str:
-        rate = f" ({self.pass_rate:.1f}%)" if self.runs > 1 and self.pass_rate is not None else ""
-        return f"{self.status}{rate}"
+        """The verdict, with the pass rate and its 95% Wilson interval when the case ran several times."""
+        if self.runs <= 1 or self.pass_rate is None:
+            return self.status
+        interval = interval_text(wilson_pct(round(self.pass_rate * self.runs / 100), self.runs))
+        return f"{self.status} ({self.pass_rate:.1f}%" + (f", {interval})" if interval else ")")
 
 
 @dataclass

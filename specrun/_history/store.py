@@ -6,12 +6,14 @@ Runs are written into it as their results stream (see :mod:`specrun._history.rec
 owns the file, its schema and the readers: ``specrun history``, ``--lf``/``--ff``, flaky marks,
 and other tools (the viewer, shards) through :class:`History`.
 
-Tables ``runs`` and ``cases`` (see ``_SCHEMA``), and ``case_state``: each case's latest
-verdicts, kept up to date as results are added, so that what a run reads at its start (flaky
-cases, ``--lf``, durations) costs the same however long the history is. WAL mode and a busy
-timeout: runs in one project at once never corrupt it and readers never wait for a writer. The
-format is ``PRAGMA user_version``: a database written by a newer specrun, or a file that is not
-a specrun history at all, is a :class:`HistoryError` saying what to do, never a traceback.
+Tables ``runs``, ``cases`` and ``labels`` (a person's pass/fail of judged outputs, see
+``_SCHEMA``), and ``case_state``: each case's latest verdicts, kept up to date as results are
+added, so that what a run reads at its start (flaky cases, ``--lf``, durations) costs the same
+however long the history is. WAL mode and a busy timeout: runs in one project at once never
+corrupt it and readers never wait for a writer. The format is ``PRAGMA user_version``: a
+database written by a newer specrun, or a file that is not a specrun history at all, is a
+:class:`HistoryError` saying what to do, never a traceback.
+
 
 **Flaky.** A case is flaky when, among its latest ``flaky_window`` results (default 10) against
 the same agent at the same revision (:mod:`specrun._history.revision`) since its content last changed,
@@ -40,10 +42,17 @@ if TYPE_CHECKING:
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
 DEFAULT_KEEP = 100  # runs kept; older ones are dropped at the end of a run
-FORMAT = 2  # PRAGMA user_version of the schema below (1: before ``revision``, migrated on open)
+FORMAT = 3  # PRAGMA user_version of the schema below (1: before ``revision``, 2: before ``labels``; migrated on open)
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another run's (each holds the lock for microseconds)
 
-_SCHEMA = """
+_LABELS = """
+CREATE TABLE IF NOT EXISTS labels(
+    suite TEXT, case_id TEXT, agent TEXT, run_id TEXT, run_index INT, assertion INT, human TEXT,
+    output TEXT, input TEXT, labelled_at TEXT, PRIMARY KEY (suite, case_id, agent, run_id, run_index, assertion));
+"""
+_SCHEMA = (
+    _LABELS
+    + """
 CREATE TABLE IF NOT EXISTS runs(
     id TEXT PRIMARY KEY, started_at TEXT, ended_at TEXT, argv TEXT, agents TEXT, suites TEXT,
     suites_hash TEXT, git_commit TEXT, total INT, passed INT, failed INT, errors INT, skipped INT,
@@ -59,12 +68,15 @@ CREATE INDEX IF NOT EXISTS runs_by_start ON runs(started_at);
 CREATE INDEX IF NOT EXISTS cases_by_run ON cases(run_id);
 CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, agent);
 """
+)
 
 # Format 1 had no ``revision``: its results are kept, with none (they count towards no flaky mark).
+# Format 2 had no ``labels`` (a person's pass/fail of a judged output, from the viewer): none yet.
 _MIGRATIONS = {
     1: ("ALTER TABLE cases ADD COLUMN revision TEXT", "ALTER TABLE case_state ADD COLUMN revision TEXT"),
+    2: (_LABELS,),
 }
-_JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result")
+_JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result", "input")
 # A verdict that says something about the agent: skips do not, nor a case cut short by Ctrl-C.
 _LETTERS = {"passed": "P", "failed": "F", "error": "E"}
 _STATUS = {letter: status for status, letter in _LETTERS.items()}
@@ -275,6 +287,18 @@ class History:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    # -- labels: a person's verdict on a judged output (the viewer writes them, calibrate reads them)
+
+    def add_label(self, row: Mapping[str, Any]) -> None:
+        """Keep a label (``row``: columns of ``labels``); a second label of the same judged
+        result replaces the first. The output and input are copies: a label outlives its run."""
+        columns, marks = ", ".join(row), ", ".join("?" * len(row))
+        self._transaction((f"INSERT OR REPLACE INTO labels({columns}) VALUES ({marks})", list(row.values())))
+
+    def labels(self) -> list[dict[str, Any]]:
+        """Every label, oldest first."""
+        return self._rows("SELECT * FROM labels ORDER BY labelled_at, rowid")
 
     # -- cases across runs -----------------------------------------------------------------------
 

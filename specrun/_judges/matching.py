@@ -151,9 +151,12 @@ def judge_messages(actual: str, expected: str, user_input: str | None) -> list[d
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshold: float = MATCH_THRESHOLD) -> Judge:
+def model_judge(
+    client: Any, *, model: str | None = None, run: int = 1, threshold: float = MATCH_THRESHOLD, sample: int = 1
+) -> Judge:
     """A judge that asks ``client`` (a ``specrun._models.client.ModelClient``) with the built-in rubric;
-    its replies are read by :func:`specrun._judges.judging.parse_verdict` against ``threshold``."""
+    its replies are read by :func:`specrun._judges.judging.parse_verdict` against ``threshold``.
+    ``sample`` is which of an assertion's samples it is (part of the cache key)."""
 
     async def judge(actual: str, expected: str, user_input: str | None) -> Judgement:
         parsed = await client.complete_json(
@@ -164,6 +167,7 @@ def model_judge(client: Any, *, model: str | None = None, run: int = 1, threshol
             purpose="judge",
             run=run,
             version=PROMPT_VERSION,
+            sample=sample,
         )
         if parsed.problem is not None:
             return Judgement(0.0, usage=parsed.usage, problem=parsed.problem)
@@ -204,13 +208,14 @@ async def compare(
     containment: bool = False,
     model: str | None = None,
     run: int = 1,
+    sample: int = 1,
 ) -> CompareResult:
     """Compare ``actual`` with each acceptable answer in ``expected``; pass when any reaches
     ``threshold``.
 
     ``mode`` is ``score``, ``llm`` or ``fallback`` (the default: score first, then llm).
-    ``judge`` is a :data:`Judge` callable or a ``ModelClient`` (then ``model`` and ``run``
-    apply); it is needed only when the llm stage runs, else ``EvaluationError``. llm mode
+    ``judge`` is a :data:`Judge` callable or a ``ModelClient`` (then ``model``, ``run`` and
+    ``sample`` apply); it is needed only when the llm stage runs, else ``EvaluationError``. llm mode
     stops at the first alternative that passes, or at one the judge could not decide
     (``problem``: the result is no verdict).
     """
@@ -245,7 +250,7 @@ async def compare(
         )
     ask: Judge = judge
     if hasattr(judge, "complete_json"):
-        ask = model_judge(judge, model=model, run=run, threshold=threshold)
+        ask = model_judge(judge, model=model, run=run, threshold=threshold, sample=sample)
     usage = Usage()
     passed = False
     for alternative in answers:

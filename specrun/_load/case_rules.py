@@ -10,8 +10,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._core.data import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
@@ -23,12 +23,13 @@ from .problems import did_you_mean
 @dataclass(frozen=True)
 class GeneratedLimits:
     """What a run lets generated cases do: name with ``use:`` only ``agents``; tighten, never
-    loosen, the run's timeout, pass-rate gate and ``max_turns``."""
+    loosen, the run's timeout, pass-rate gate, ``max_turns`` and ``limits`` (specrun.yaml's)."""
 
     agents: frozenset[str] = frozenset()  # ids, without the agents: prefix
     timeout: float = DEFAULT_TIMEOUT
     min_pass_rate: float | None = None  # the run's gate; None: every run must pass
     max_turns: int = DEFAULT_MAX_TURNS
+    case_limits: Mapping[str, float] = field(default_factory=dict)  # specrun.yaml's `limits`
 
 
 def to_assertion(data: dict[str, Any]) -> Assertion:
@@ -141,6 +142,11 @@ def generated_problems(
     if case.get("max_turns", 0) > limits.max_turns:
         turns = f"{case['max_turns']}, above the run's {limits.max_turns}"
         yield ["max_turns"], f"{who} may not raise max_turns to {turns}: {tighten}"
+    for key, value in (case.get("limits") or {}).items():
+        run_limit = limits.case_limits.get(key)
+        if isinstance(value, int | float) and run_limit is not None and value > run_limit:
+            raised = f"limits.{key} to {value:g}, above the run's {run_limit:g}"
+            yield ["limits", key], f"{who} may not raise {raised}: {tighten}"
     gate = 100.0 if limits.min_pass_rate is None else limits.min_pass_rate
     if case.get("min_pass_rate", gate) < gate:
         lowered = f"{case['min_pass_rate']:g}%, below the run's {gate:g}%"

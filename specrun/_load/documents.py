@@ -56,18 +56,20 @@ def _yaml() -> Any:
 
     yaml = YAML(typ="rt", pure=True)
     yaml.allow_duplicate_keys = False
-    yaml.Scanner, yaml.Composer = _bounded()
+    yaml.Scanner, yaml.Composer = _bounded(YAML)
     return yaml
 
 
 @cache
-def _bounded() -> tuple[Any, Any]:
+def _bounded(loaded: type) -> tuple[Any, Any]:
     """ruamel.yaml's round-trip scanner and its composer, stopped (``PastLimit``) as soon as
     the document passes a limit.
 
     The scanner's work per token grows with the flow nesting (``[[[``), so it stops first.
     The composer sees each alias before anything expands it: the values and depth of what it
-    names, measured once per node, are added up instead of being copied.
+    names, measured once per node, are added up instead of being copied. Made once per ruamel
+    ``loaded`` (its ``YAML`` class): a ruamel imported afresh (pytester forgets modules between
+    its runs) gets classes built on its own, never on the first one's.
     """
     from ruamel.yaml.composer import Composer
     from ruamel.yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent

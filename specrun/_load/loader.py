@@ -237,6 +237,8 @@ class Loader:
         suite.name = doc.top.data.get("name") if isinstance(doc.top.data.get("name"), str) else None
         suite.target = doc.top.data.get("target")
         suite.targets = doc.top.data.get("targets")
+        suite.samples = doc.top.data.get("samples")
+        suite.pairwise = doc.top.data.get("pairwise")
         return {} if generated else doc.top.data.get("defaults") or {}
 
     def cases(self, doc: Document, suite: Suite, wanted: Iterator[int] | None = None) -> Iterator[Case]:
@@ -281,6 +283,10 @@ class Loader:
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
         yield from checkpoint_problems(case.get("checkpoints") or [])
+        if case.get("tools"):  # mocked tools (specrun._mocks): what their schema cannot say
+            from .._mocks import problems as tool_problems
+
+            yield from ((["tools", *path], message) for path, message in tool_problems(case["tools"]))
 
     # -- building ------------------------------------------------------------------------------
 
@@ -321,7 +327,9 @@ class Loader:
             timeout=parse_duration(timeout) if timeout is not None else None,
             tags=list(data.get("tags") or []),
             checkpoints=checkpoints,
+            limits=dict(data.get("limits") or {}),
             suite=suite,
+            tools=data.get("tools") or [],
             raw=data if suite.generated else {},
             # the fields taken as they are (None when absent), only those the case sets: a case
             # is built twice per run (the plan's read, the run's), most of them set none
@@ -399,13 +407,17 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 def merge_defaults(defaults: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
     """A case with the suite's ``defaults`` under it: the case wins; assertions add up;
-    ``metadata`` and ``options`` merge one level deep."""
+    ``metadata``, ``options`` and ``limits`` merge one level deep, ``tools`` by name."""
     if not defaults:
         return case
     merged = {**defaults, **case}
-    for key in ("metadata", "options"):
+    for key in ("metadata", "options", "limits"):
         if key in defaults and key in case:
             merged[key] = {**defaults[key], **case[key]}
+    if defaults.get("tools") and case.get("tools"):  # a case's tool replaces the defaults' of its name
+        from .._mocks import merged as merged_tools
+
+        merged["tools"] = merged_tools(defaults["tools"], case["tools"])
     inherited = defaults.get("assertions", defaults.get("assert"))
     if inherited:
         own = case.get("assertions", case.get("assert")) or []
@@ -432,11 +444,14 @@ def _file_parts(value: Any) -> Iterator[tuple[list[Any], dict[str, Any]]]:
 
 
 def to_messages(value: Any, base_dir: Path) -> list[Message]:
-    """A case's ``input`` (text, a message or a history) as messages, ``file://`` parts resolved."""
+    """A case's ``input`` (text, a message, a history or a tool call) as messages, ``file://``
+    parts resolved; a tool call ``{tool, arguments}`` is a user message asking for it."""
     if value is None:
         return []
     if isinstance(value, str):
         return [Message("user", value)]
+    if isinstance(value, dict) and "tool" in value:
+        return [Message.calling(value["tool"], value.get("arguments"))]
     items = value if isinstance(value, list) else [value]
     messages = []
     for item in items:

@@ -82,9 +82,11 @@ def config_schema(registry: Registry | None = None) -> dict[str, Any]:
     """The project-config schema, self-contained, its ``executor`` slot filled from ``registry``
     (without one: any executor name or mapping)."""
     schema = copy.deepcopy(shipped("config"))
-    schema["$defs"] = {"duration": shipped("suite")["$defs"]["duration"]}
+    suite = shipped("suite")["$defs"]
+    schema["$defs"] = {"duration": suite["duration"], "limits": suite["limits"]}
     schema["properties"]["timeout"] = {"$ref": "#/$defs/duration"}
     schema["properties"]["interrupt_grace"]["$ref"] = "#/$defs/duration"
+    schema["properties"]["limits"]["$ref"] = "#/$defs/limits"
     if registry is None:
         return schema
     executors = registry.classes("executor")

@@ -9,8 +9,8 @@ usage, cost and errors for a fraction of the CPU. litellm is imported lazily
 Retries are specrun's (litellm's own are off): 408, 429 (honouring ``retry-after``), 5xx,
 timeouts and dropped connections are retried with exponential back-off and jitter. Judge,
 simulator and generator calls are cached on disk, one JSON file per call, keyed on everything
-that shapes the answer (the endpoint included) and the run index, so ``--runs 5`` asks five
-times; identical cacheable calls in flight at once are made once.
+that shapes the answer (the endpoint included), the run index and the judge's sample index, so
+``--runs 5`` asks five times; identical cacheable calls in flight at once are made once.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .._core.services import Parsed
 from .cache import CACHE_FORMAT, CASE_TALLY, DEFAULT_CACHE_DIR, DiskCache, SingleFlight, endpoint_settings
 from .completions import Completion, from_entry, from_json, from_litellm
 from .direct_route import DirectClient, route
+from .embeddings import Embeddings, embedding_usage, vectors_of
 from .limiter import Limiters
 from .litellm_route import (
     close_loop_clients,
@@ -42,6 +43,7 @@ from .litellm_route import (
     imported,
     load_litellm,
     preload,
+    response_usage,
     retryable,
 )
 from .wire import openai_messages
@@ -71,6 +73,8 @@ class ModelError(EvaluationError):
 
 _SECRET_PARAMS = ("api_key", "azure_ad_token", "aws_secret_access_key", "vertex_credentials")
 _DEFAULT_TEMPERATURE = {"judge": 0.0}
+# Chat settings in model_params that an embeddings endpoint does not take.
+_NOT_FOR_EMBEDDINGS = ("temperature", "max_tokens", "top_p", "seed", "response_format", "tools", "stop")
 
 
 class ModelClient:
@@ -208,12 +212,14 @@ class ModelClient:
         run: int = 1,
         cache: bool = True,
         version: str = "",
+        sample: int = 1,
     ) -> Completion:
         """Ask the model once (retrying transient failures) and return its answer.
 
         ``purpose`` picks the default model and temperature (0 for ``judge``); ``version``
         names the prompt template, so that changing a prompt invalidates its cache entries;
-        ``run`` keeps the answers of each ``--runs`` index apart. Raises ``ModelError``.
+        ``run`` keeps the answers of each ``--runs`` index apart, ``sample`` those of each of
+        a judge's samples (``samples: N``). Raises ``ModelError``.
         """
         chosen = self.model_for(purpose, model)
         chat = openai_messages(messages)
@@ -243,6 +249,8 @@ class ModelClient:
             "purpose": purpose,
             "run": run,
         }
+        if sample != 1:  # sample 1 is the call a judge of one sample makes: its answer is reused
+            material["sample"] = sample
         key = self.cache.key(material)
         answer = from_entry(self.cache.get(key), chosen, key)
         if answer is not None:
@@ -255,6 +263,48 @@ class ModelClient:
             tally.calls += 1
             tally.hits += answer.cached
         return answer
+
+    async def embed(
+        self, texts: list[str], *, model: str, params: Mapping[str, Any] | None = None, cache: bool = True
+    ) -> Embeddings:
+        """The embedding of each of ``texts`` by ``model`` (a litellm embedding model), retried and
+        cached on disk like a judge's call (an embedding does not change from run to run, so the
+        run index is not in its key). Raises ``ModelError``."""
+        kwargs = {k: v for k, v in {**self.params, **(params or {})}.items() if k not in _NOT_FOR_EMBEDDINGS}
+        secrets = [str(kwargs[k]) for k in _SECRET_PARAMS if kwargs.get(k)]
+        public = {k: v for k, v in kwargs.items() if k not in _SECRET_PARAMS}
+        material = {
+            "format": CACHE_FORMAT,
+            "embedding": model,
+            "input": texts,
+            "params": public,
+            "endpoint": self.endpoint,
+        }
+        key = self.cache.key(material) if cache and self.cache is not None else None
+        entry = self.cache.get(key) if key is not None and self.cache is not None else None
+        if entry is not None and isinstance(entry.get("vectors"), list) and len(entry["vectors"]) == len(texts):
+            self.cache_hits += 1
+            return Embeddings(entry["vectors"], cached=True)
+        direct = route(model, [], kwargs)  # an OpenAI-compatible backend: no litellm, as for completions
+        if direct is not None:
+            response, _ = await self._call(
+                lambda p: self.direct.embed(direct, texts, p), model, kwargs, "embedding", secrets
+            )
+            usage = embedding_usage(response, direct.model)
+        else:
+            litellm = await load_litellm()
+            # litellm 1.x reads max_retries=0 as its default (2) for OpenAI embeddings
+            # (`max_retries or DEFAULT_MAX_RETRIES`), so an attempt there may be three requests.
+            response, _ = await self._call(
+                lambda p: litellm.aembedding(model=model, input=texts, **p), model, kwargs, "embedding", secrets
+            )
+            usage = response_usage(litellm, response)
+        vectors = vectors_of(response, len(texts))
+        self.calls += 1
+        self.usage.add(usage)
+        if key is not None and self.cache is not None:
+            self.cache.put(key, {"model": model, "purpose": "embedding", "vectors": vectors, "usage": usage.to_dict()})
+        return Embeddings(vectors, usage)
 
     async def _single_flight(self, key: str, ask: Callable[[], Awaitable[Completion]]) -> Completion:
         """Identical calls in flight at once are made once; the others get the answer as a

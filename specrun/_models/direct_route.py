@@ -150,13 +150,33 @@ class DirectClient:
     async def send(self, to: Route, messages: list[dict[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
         """POST one chat completion and return the answer's JSON; raises ``ProviderError`` as
         litellm would, or ``TimeoutError`` after ``params["timeout"]`` seconds."""
+        body = {"model": to.model, "messages": messages, **{k: v for k, v in params.items() if k in _PASSED}}
+        answer, text, headers = await self._post(to, to.url, body, params)
+        if not isinstance(answer.get("choices"), list) or not answer["choices"]:
+            raise failure(500, f"Invalid response object {excerpt(text)}", headers)
+        return answer
+
+    async def embed(self, to: Route, texts: list[str], params: Mapping[str, Any]) -> dict[str, Any]:
+        """POST one embeddings request (to the endpoint beside the chat one) and return its JSON;
+        errors as :meth:`send`'s."""
+        body: dict[str, Any] = {"model": to.model, "input": texts}
+        if "user" in params:
+            body["user"] = params["user"]
+        url = to.url.removesuffix("/chat/completions") + "/embeddings"
+        answer, text, headers = await self._post(to, url, body, params)
+        if not isinstance(answer.get("data"), list):
+            raise failure(500, f"Invalid response object {excerpt(text)}", headers)
+        return answer
+
+    async def _post(
+        self, to: Route, url: str, body: dict[str, Any], params: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], str, dict[str, str]]:
         import aiohttp
 
-        body = {"model": to.model, "messages": messages, **{k: v for k, v in params.items() if k in _PASSED}}
         headers = {"Authorization": f"Bearer {to.api_key}", "Content-Type": "application/json"}
         timeout = aiohttp.ClientTimeout(total=float(params.get("timeout") or 600))
         try:
-            async with self._client().post(to.url, data=json.dumps(body), headers=headers, timeout=timeout) as reply:
+            async with self._client().post(url, data=json.dumps(body), headers=headers, timeout=timeout) as reply:
                 text = (await reply.read()).decode("utf-8", "replace")
                 status, reply_headers = reply.status, {k.lower(): v for k, v in reply.headers.items()}
         except aiohttp.ClientError:  # refused, dropped, reset: litellm's "Connection error."
@@ -167,9 +187,9 @@ class DirectClient:
             answer = json.loads(text)
         except ValueError as exc:
             raise failure(500, str(exc), reply_headers) from None
-        if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list) or not answer["choices"]:
+        if not isinstance(answer, dict):
             raise failure(500, f"Invalid response object {excerpt(text)}", reply_headers)
-        return answer
+        return answer, text, reply_headers
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

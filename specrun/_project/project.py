@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .._core.data import Agent, Context, Message, Response
 from .._core.errors import Problem, SpecrunError, SuiteError, UsageError
-from .._core.kinds import Adapter, Target
+from .._core.kinds import Adapter, Session, Target
 from .._load.discovery import folder_skip_reason
 from .._load.documents import load_mapping
 from .._load.loader import load_mapping_file
@@ -49,6 +49,8 @@ class Project:
     _agents: dict[str, Agent] | None = None
     _targets: dict[str, Target] = field(default_factory=dict)
     _by_agent: dict[tuple[int, str | None], Target] = field(default_factory=dict)
+    _tracing: Any = None  # specrun._traces.tracing.Tracing, once an agent with traces on is talked to
+    _mocks: Any = None  # specrun._mocks.server.MockServer, once a case declares tools:
 
     @classmethod
     def discover(cls, start: Path, registry: Registry) -> Project:
@@ -83,7 +85,16 @@ class Project:
             raise UsageError(f"{path}: target {data['target']!r} must be python:module:function, a URL or a mapping")
         hooks = [base / data["hooks"]] if data.get("hooks") else []
         resources = dict(data.get("resources") or {})
-        return Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks, resources)
+        agent = Agent(data.get("id") or self.agent_id_for(path), config, base, path, hooks, resources)
+        if data.get("traces") is not None:
+            from .._traces import missing_packages, settings
+
+            agent.traces = settings(data["traces"])
+            if missing := missing_packages():
+                display = display_path(path)
+                line, col = load_mapping(path, display)[1].position(["traces"])
+                raise SuiteError([Problem(display, line, col, missing, "traces")])
+        return agent
 
     def agents(self) -> dict[str, Agent]:
         """Every agent file under the root, by id (hidden and vendored folders skipped)."""
@@ -172,10 +183,68 @@ class Project:
         self._by_agent[(id(agent), model)] = self._targets[key]  # the plan's agents live all run
         return self._targets[key]
 
+    def session(
+        self, agent: Agent, context: Context, connector: str | None = None, tools: list[dict[str, Any]] | None = None
+    ) -> Session:
+        """One conversation with ``agent`` (per case and run): its target's session, whose
+        agent's spans are the case's evidence when its agent file says ``traces:`` (specrun._traces)
+        and whose calls to the case's mocked ``tools`` are too (specrun._mocks)."""
+        target = self.target(agent, connector)
+        if not tools:
+            return self._session(target, agent, context)
+        from .._mocks.session import MockedSession, open_case
+
+        mocks = open_case(self.mocks(), tools, context)  # context.mcp_url: before the target's session
+        try:
+            return MockedSession(self._session(target, agent, context), self.mocks(), mocks)
+        except BaseException:
+            self.mocks().close_case(mocks)
+            raise
+
+    def _session(self, target: Target, agent: Agent, context: Context) -> Session:
+        if agent.traces is None:
+            return target.session(context)
+        return self.tracing().session(target, agent.traces, context)
+
+    def tracing(self) -> Any:
+        """The run's tracing (its receivers and the router of spans to cases), made on first use."""
+        if self._tracing is None:
+            from .._traces.tracing import Tracing
+
+            self._tracing = Tracing()
+        return self._tracing
+
+    def mocks(self) -> Any:
+        """The run's mock MCP server (specrun._mocks.server.MockServer), made on first use."""
+        if self._mocks is None:
+            from .._mocks.server import MockServer
+
+            self._mocks = MockServer()
+        return self._mocks
+
+    async def start_traces(self, agents: list[Agent]) -> None:
+        """Listen for the spans of every traced agent before any case runs: a receiver port
+        that is in use, or a tracer provider that is not the SDK's, is bad input, said now."""
+        addresses, traced, in_process = [], False, False
+        for agent in agents:
+            if agent.traces is not None:
+                traced = True
+                default = self.registry.get("target", agent.target.get("type", "")).trace_receiver
+                addresses.append(agent.traces.get("receiver") or default)
+                in_process = in_process or default is None
+        if traced:
+            await self.tracing().start([address for address in addresses if address], in_process)
+
+    def trace_summary(self) -> dict[str, Any]:
+        """The run summary's ``traces`` counts, when an agent was traced."""
+        return self._tracing.summary() if self._tracing is not None else {}
+
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,
-        generators, reporters)."""
-        session = self.target(self.agent(agent_id)).session(context)
+        generators, reporters). Not with the case's mocked tools: those are its agent's."""
+        if context.mcp_url is not None:
+            context = replace(context, mcp_url=None)
+        session = self.session(self.agent(agent_id), context)
         try:
             return Response.of(await session.send(messages))
         finally:
@@ -205,3 +274,7 @@ class Project:
             await target.aclose()
         self._targets.clear()
         self._by_agent.clear()
+        if self._tracing is not None:  # after the targets: their agents' last spans may still come
+            await self._tracing.close()
+        if self._mocks is not None:
+            await self._mocks.close()

@@ -25,6 +25,7 @@ from .._core.data import format_duration, to_json
 from .._core.redact import redact
 from .._core.results import Result, RunInfo
 from .display import terminal_line, terminal_text
+from .rates import disagreed, interval_text, pair_lines, summary_rate_text
 from .stability import verdict
 
 RULE = "═" * 63
@@ -99,6 +100,7 @@ class ConsoleReport:
         self._cells: dict[tuple[str, str], dict[str, list[int]]] | None = None  # the agent x case matrix
         self.flaky: dict[str, None] = {}  # the cases flaky in the run history (id, @agent in a matrix), in order
         self.cached = 0  # results whose model calls were all answered from the cache
+        self.uncertain: dict[str, None] = {}  # the cases in which a judge's samples disagreed, in order
         self.info: RunInfo | None = None
 
     def _line(self, *parts: tuple[str, str] | str) -> None:
@@ -163,8 +165,12 @@ class ConsoleReport:
             agent = f" @{result.agent}" if self._cells is not None and result.agent else ""
             self.flaky[result.case.id + agent] = None
         self.cached += result.cached
+        uncertain = disagreed(result.record())
+        if uncertain:
+            agent = f" @{result.agent}" if self._cells is not None and result.agent else ""
+            self.uncertain[result.case.id + agent] = None
         if not self.quiet or result.status != "passed":
-            self._print_case(result)
+            self._print_case(result, uncertain)
         parallel = self.info.parallel if self.info else 1
         running = min(parallel, self.total - self.done)  # the runner keeps every worker busy
         live = self._live is not None and not self._gone
@@ -177,7 +183,7 @@ class ConsoleReport:
         else:
             self._line((progress, "dim"))  # V2's running count, also in a log: once per batch of cases
 
-    def _print_case(self, result: Result) -> None:
+    def _print_case(self, result: Result, uncertain: bool = False) -> None:
         case, record = result.case, result.record()
         run = f" run {result.run}" if result.run > 1 else ""
         if self._cells is not None and result.agent:
@@ -194,6 +200,7 @@ class ConsoleReport:
             f" ({duration})",
             (" [flaky]", "yellow") if result.flaky else "",  # its verdict has changed over recent runs
             (" [cached]", "dim") if result.cached else "",  # the judges' replies cost nothing this time
+            (" [uncertain]", "yellow") if uncertain else "",  # a judge's samples disagreed
         )
         if record.get("turns") is not None:
             self._print_turns(record)
@@ -283,7 +290,8 @@ class ConsoleReport:
         ms = [agents[n]["avg_duration_ms"] for n in names]
         latency = ["-" if v is None else format_duration(v / 1000) for v in ms]
         costs = ["-" if agents[n]["cost"] is None else f"${agents[n]['cost']:.4f}" for n in names]
-        for label, values in (("pass rate", rates), ("latency", latency), ("cost", costs)):
+        ci = [interval_text(agents[n].get("pass_rate_ci"), False) or "-" for n in names]
+        for label, values in (("pass rate", rates), ("95% CI", ci), ("latency", latency), ("cost", costs)):
             self._line(f"  {label:<24}", *(f" {v:>{width}}" for v in values))
 
     @hookimpl(trylast=True)
@@ -314,7 +322,8 @@ class ConsoleReport:
                 rows.append(("Cost", f"${usage['cost']:.6f}"))
         if summary.get("runs_per_case", 1) > 1:
             total = f"{summary.get('total')} cases x {summary['runs_per_case']} runs"
-            rows = [(k, total if k == "Total" else v) for k, v in rows]
+            rate = summary_rate_text(summary)  # with the interval of the rate of runs
+            rows = [(k, total if k == "Total" else rate if k == "Pass Rate" and rate != "-" else v) for k, v in rows]
             failing = summary.get("consistently_failing_cases")  # not unstable: 0 of N is consistent
             rows += [
                 ("Stable", summary.get("stable_cases")),
@@ -323,9 +332,12 @@ class ConsoleReport:
                 ("pass^k", f"{summary.get('pass_hat_k')}%"),
                 ("pass@k", f"{summary.get('pass_at_k')}%"),
             ]
-        if self.flaky:
-            shown = ", ".join(clean(case, 60) for case in list(self.flaky)[:10])
-            rows.append(("Flaky", shown + (f" (+{len(self.flaky) - 10})" if len(self.flaky) > 10 else "")))
+        for label, cases in (("Flaky", self.flaky), ("Uncertain", self.uncertain)):  # uncertain: samples disagreed
+            if cases:
+                shown = ", ".join(clean(case, 60) for case in list(cases)[:10])
+                rows.append((label, shown + (f" (+{len(cases) - 10})" if len(cases) > 10 else "")))
+        if summary.get("traces"):
+            rows.append(("Traces", _traces(summary["traces"])))
         if self.cached:
             rows.append(("Cached", f"{self.cached} result{'s' * (self.cached != 1)} judged from the model cache"))
         for path in self.output_paths:
@@ -335,6 +347,13 @@ class ConsoleReport:
                 self._line(f"  {label + ':':<11}", clean(value))
         if self._cells is not None and summary.get("agents") and any(len(c) > 1 for c in self._cells.values()):
             self._print_matrix(summary["agents"])
+        pairs = pair_lines(summary.get("pairwise"))  # the pairwise judge's tally, per pair of agents
+        if pairs:
+            self._line(THIN)
+            self._line(" Pairwise (a win counts when both orders agree)")
+            self._line(THIN)
+            for line in pairs:
+                self._line("  ", clean(line))
         self._line(RULE)
         outcome, label = verdict(summary)  # the exit code is read from the same verdict
         text, style = BANNERS[outcome]
@@ -344,3 +363,16 @@ class ConsoleReport:
             self.console.file.flush()
         except BrokenPipeError:
             self._reader_gone()
+
+
+def _traces(counts: dict[str, Any]) -> str:
+    """The run's spans (``traces: otel``), and what the receiver could not use, when any."""
+    said = [f"{counts.get('spans', 0)} spans"]
+    for key, what in (
+        ("rejected", "OTLP requests rejected (malformed or too large)"),
+        ("unmatched", "spans of no running case (late, or not of a case's trace)"),
+        ("dropped", "spans dropped (over the per-case or per-run limits)"),
+    ):
+        if counts.get(key):
+            said.append(f"{counts[key]} {what}")
+    return "; ".join(said)

@@ -20,6 +20,7 @@ from .._core.data import TIMEOUT_ERROR
 from .._core.fingerprint import fingerprint
 from .._run.matrix import matrix
 from .display import shorten
+from .rates import disagreed, percent, rounded, wilson_pct
 from .totals import Totals
 
 STABLE = "Stable"
@@ -32,6 +33,7 @@ SKIPPED = "Skipped"
 
 REASON_CHARS = 300
 _CLASSES = ((100, STABLE), (80, MOSTLY_STABLE), (50, UNSTABLE))  # (lowest pass rate, name)
+_pct, _round = percent, rounded
 
 
 def classify(pass_rate: float | None) -> str:
@@ -57,17 +59,13 @@ def failure_reason(record: dict[str, Any]) -> str | None:
     return shorten(str(text), REASON_CHARS)
 
 
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
-
-
 class CaseStats:
     """What is known of one case after some of its runs; ``to_dict()`` gives the report fields."""
 
     __slots__ = (
         "_m2 _mean agent completion_tokens cost errors failed file flaky has_usage id line max_ms min_ms "
         "min_pass_rate name offsets order outputs own_gate passed prompt_tokens reason skipped "
-        "tags timeout_s timeouts total_ms total_tokens"
+        "tags timeout_s timeouts total_ms total_tokens uncertain"
     ).split()
 
     def __init__(self, record: dict[str, Any], order: int, gate: float | None, outputs: bool = True):
@@ -85,6 +83,7 @@ class CaseStats:
         self.order = order
         self.passed = self.failed = self.errors = self.skipped = 0
         self.timeouts = 0  # error runs that ran out of time (V2's summary counts them apart)
+        self.uncertain = 0  # runs in which a judge's samples disagreed (specrun._judges.samples)
         self._mean = self._m2 = self.total_ms = 0.0
         self.min_ms = math.inf
         self.max_ms = -math.inf
@@ -134,6 +133,7 @@ class CaseStats:
         self.max_ms = max(self.max_ms, ms)
         if self.outputs is not None:
             self.outputs[fingerprint(record)] += 1
+        self.uncertain += disagreed(record)
 
     @property
     def runs(self) -> int:
@@ -195,6 +195,7 @@ class CaseStats:
             errors=self.errors,
             skipped=self.skipped,
             pass_rate=_round(self.pass_rate, 1),
+            pass_rate_ci=wilson_pct(self.passed, self.runs),
             consistency=_round(self.consistency, 2),
             distinct_outputs=len(self.outputs) if self.outputs is not None else None,
             stable=self.stable,
@@ -211,6 +212,8 @@ class CaseStats:
             data["reason"] = self.reason
         if self.flaky:
             data["flaky"] = True
+        if self.uncertain:
+            data["uncertain_runs"] = self.uncertain
         if self.has_usage:
             data["usage"] = self.usage()
         data["file"] = self.file
@@ -226,10 +229,6 @@ class CaseStats:
             "total_tokens": self.total_tokens,
             "cost": self.cost,
         }
-
-
-def _pct(part: int, whole: int) -> float | None:
-    return round(100.0 * part / whole, 1) if whole else None
 
 
 class Aggregator:
@@ -321,9 +320,11 @@ class Aggregator:
             "runs_skipped": t.skipped,
             "timeouts": t.timeouts,
             "overall_pass_rate": _pct(t.passed, executed),
+            "overall_pass_rate_ci": wilson_pct(t.passed, executed),
             "stable_cases": t.stable,
             "unstable_cases": t.unstable,
             "consistently_failing_cases": t.failing,
+            "uncertain_cases": t.uncertain,
             "pass_hat_k": _pct(t.all_passed, measured),
             "pass_at_k": _pct(t.any_passed, measured),
             "min_pass_rate": self.min_pass_rate,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .rates import wilson_pct
+
 _COUNTERS = {"passed": "passed", "failed": "failed", "error": "errors", "skipped": "skipped"}
 
 
@@ -20,6 +22,7 @@ class Totals:
         self.cases = self.passed = self.failed = self.errors = self.skipped = self.timeouts = 0
         self.agents = AgentTotals()
         self.stable = self.unstable = self.failing = self.all_passed = self.any_passed = 0
+        self.uncertain = 0  # cases in which a judge's samples disagreed
         self.total_ms = 0.0
         self.usage_seen = False
         self.usage: dict[str, Any] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cost": None}
@@ -35,6 +38,7 @@ class Totals:
         self.timeouts += c.timeouts
         self.total_ms += c.total_ms
         self.agents.add(c, status, runs)
+        self.uncertain += c.uncertain > 0
         if runs:
             # 0 of N passed is as consistent as N of N: it is failing, not unstable
             self.stable += passed == runs  # CaseStats.stable
@@ -79,6 +83,7 @@ class AgentTotals:
         for agent, row in out.items():
             runs, passed, ms, tokens = self.sums[agent]
             row["pass_rate"] = round(100.0 * passed / runs, 1) if runs else None
+            row["pass_rate_ci"] = wilson_pct(int(passed), int(runs))
             row["avg_duration_ms"] = round(ms / runs, 1) if runs else None
             row["tokens"] = int(tokens)
             row.setdefault("cost", None)

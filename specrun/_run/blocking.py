@@ -15,6 +15,7 @@ rest of the engine's work on that case.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import os
 import queue
@@ -56,8 +57,41 @@ def _submit(call: Callable[[], None]) -> None:
         threading.Thread(target=_serve, daemon=True, name="specrun-blocking").start()
 
 
-async def run_blocking(func: Callable[..., Any], *args: Any) -> Any:
-    """Await ``func(*args)`` run in a daemon thread."""
+class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """An executor that gives each call a daemon thread, never joined. specrun's run loops use it
+    as their default executor (what ``asyncio.to_thread`` and a framework's sync tools run on),
+    and it is ``run_blocking.executor`` for a framework that takes an executor of its own."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        context = contextvars.copy_context()
+
+        def work() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(context.run(fn, *args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name=f"specrun-{getattr(fn, '__name__', 'call')}").start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: the threads are daemons."""
+
+
+class RunBlocking:
+    """Await ``func(*args)`` run in a daemon thread: ``await run_blocking(func, *args)``.
+    ``executor`` is the same daemon threads as a ``concurrent.futures.Executor``."""
+
+    executor = DaemonThreads(max_workers=1)
+
+    async def __call__(self, func: Callable[..., Any], *args: Any) -> Any:
+        return await _in_daemon_thread(func, *args)
+
+
+async def _in_daemon_thread(func: Callable[..., Any], *args: Any) -> Any:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
     context = contextvars.copy_context()
@@ -78,3 +112,6 @@ async def run_blocking(func: Callable[..., Any], *args: Any) -> Any:
 
     _submit(work)
     return await future
+
+
+run_blocking = RunBlocking()

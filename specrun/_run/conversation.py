@@ -33,10 +33,12 @@ from .._core.data import (
     format_duration,
 )
 from .._core.errors import SpecrunError, UsageError
-from .._core.kinds import Check, Session, Simulator, SimulatorState, SimulatorTurn
+from .._core.kinds import Check, Job, Session, Simulator, SimulatorState, SimulatorTurn
 from .._core.results import Result, Verdict
 from .._project.registry import Registry
+from .limits import LimitExceeded, LimitUnknown, Meter
 from .tracebacks import user_traceback
+from .turns import Trajectory, in_turn
 from .verdicts import evaluate, judge_usage
 
 
@@ -87,6 +89,9 @@ class Conversation:
     spent: bool = False
     response: Response | None = None
     turn: int = 0
+    target: str | None = None  # the target's type, for the messages of tool checkpoints
+    trajectory: Trajectory = field(default_factory=Trajectory)
+    meter: Meter = field(default_factory=lambda: Meter({}))  # the case's limits
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -109,7 +114,8 @@ class Conversation:
         A checkpoint is checked (once per turn) only when every ``after`` checkpoint is reached,
         earlier or in this turn, so a model-judged checkpoint is never asked about early.
         """
-        check = Check(response, self.case, self.context, self.services, list(self.history))
+        whole = self.trajectory.response(response)
+        check = Check(response, self.case, self.context, self.services, list(self.history), self.target, whole)
         tried: set[str] = set()
         progress = True
         while progress:
@@ -120,7 +126,7 @@ class Conversation:
                 tried.add(cp.id)
                 verdict = await evaluate(cp.assertion, check, self.registry)
                 verdict.details = {**(verdict.details or {}), "checkpoint": cp.id, "turn": self.turn}
-                self._spend(judge_usage([verdict]))
+                self._spend(judge_usage([verdict]), "judge")
                 self.verdicts[cp.id] = verdict
                 if verdict.status == "error":
                     raise _Stop(
@@ -132,10 +138,21 @@ class Conversation:
 
     # -- turns ----------------------------------------------------------------------------------
 
-    def _spend(self, usage: Usage | None) -> None:
+    def _spend(self, usage: Usage | None, where: str) -> None:
+        """Add what ``where`` (agent, judge, simulator) spent; over a limit, the case fails."""
         if usage is not None:
             self.spent = True
             self.usage.add(usage)
+        self._counted(self.meter.spend, usage, where)
+
+    @staticmethod
+    def _counted(count: Any, *args: Any) -> None:
+        try:
+            count(*args)
+        except LimitExceeded as over:
+            raise _Stop("failed", str(over)) from None
+        except LimitUnknown as unknown:
+            raise _Stop("error", str(unknown)) from None
 
     async def user_message(self) -> str | None:
         """What the simulated user says this turn; None when it declares its goal achieved."""
@@ -155,7 +172,7 @@ class Conversation:
             raise _Stop("error", f"simulator error: {exc}") from exc
         except Exception as exc:
             raise _Stop("error", f"simulator error: {type(exc).__name__}: {exc}") from exc
-        self._spend(said.usage)
+        self._spend(said.usage, "simulator")
         if said.goal_achieved:
             return None
         if not said.message.strip():
@@ -166,6 +183,7 @@ class Conversation:
         """Turn after turn until a verdict; raises ``_Stop`` with it."""
         while self.turn < self.max_turns:
             self.turn += 1
+            self._counted(self.meter.turn, self.turn)  # a turn over the limit is never asked for
             # A case's opening input that ends with a user message is said first, as is.
             if not (self.turn == 1 and self.history and self.history[-1].role == "user"):
                 message = await self.user_message()
@@ -179,25 +197,37 @@ class Conversation:
             last_user = self.history[-1]
             user_text = last_user.text
             try:
-                response = Response.of(await self.session.send(list(self.history)))
+                response = in_turn(Response.of(await self.session.send(list(self.history))), self.turn)
             except SpecrunError as exc:
                 failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
                 if failed is not None:
-                    self.response = failed
-                    self._spend(failed.usage)
+                    self.response = in_turn(failed, self.turn)
+                    self.trajectory.add(failed)
+                    self._spend(failed.usage, "agent")
                 raise _Stop("error", f"{exc} (in turn {self.turn})") from exc
             except Exception as exc:
                 raise _Stop("error", f"agent error: {type(exc).__name__}: {exc} (in turn {self.turn})") from exc
             self.response = response
-            self._spend(response.usage)
+            self.trajectory.add(response)
+            if response.usage is not None:
+                self.spent = True
+                self.usage.add(response.usage)
             self.history.append(Message("assistant", response.text))
             record: dict[str, Any] = {"turn": self.turn, "input": user_text, "output": response.content}
             files = [_file_name(part) for part in last_user.attachments]
             if files:  # shown as `+ [receipt.jpg]` in the console's turn tree
                 record["attachments"] = files
-            if response.tool_calls:
+            if response.tools_reported:  # [] when none was called; left out when not known
                 record["tool_calls"] = [t.to_dict() for t in response.tool_calls]
+            if response.state is not None:  # an A2A task's, which a checkpoint's `state` may check
+                record["state"] = response.state
             self.turns.append(record)
+            self._counted(self.meter.answered, response)  # its calls and usage; the turn is recorded
+            if self.case.tools:  # a call no mock answered fails the case, as a standard case's does
+                from .._mocks.session import verdicts as unmocked
+
+                if failed_calls := unmocked(response):
+                    raise _Stop("failed", f"{failed_calls[0].message} (in turn {self.turn})")
             await self.check(response)
             if self.has_required and not self.missing:
                 raise _Stop("passed")
@@ -238,17 +268,18 @@ class Conversation:
 
 
 async def run_conversation(
-    case: Case,
+    job: Job,
     session: Session,
     ctx: Context,
     services: Any,
     registry: Registry,
     timeout: float,
     default_simulator: str | None,
-    run: int,
+    meter: Meter | None = None,
 ) -> Result:
     """Run one dynamic case to its verdict (see the module docstring); never raises for the
-    case's own failures, only for cancellation."""
+    case's own failures, only for cancellation. The result's tool calls are every turn's."""
+    case, run = job.case, job.run
     try:
         simulator = build_simulator(case, default_simulator, registry)
     except SpecrunError as exc:
@@ -256,23 +287,28 @@ async def run_conversation(
     talk = Conversation(
         case, session, ctx, services, registry, simulator, case.max_turns or DEFAULT_MAX_TURNS, list(case.input)
     )
+    talk.target = job.agent.target.get("type")
+    talk.meter = meter or Meter({})
     status: Status
     error: str | None
     where = None
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(talk.meter.budget(timeout)):
             await talk.play()
         status, error = "error", "the conversation ended without a verdict"  # play() always raises
     except _Stop as stop:
         status, error, where = stop.status, stop.error, user_traceback(stop.__cause__)
     except TimeoutError:
+        over_time = talk.meter.out_of_time(timeout, "conversation")
         missing = f"; missing checkpoints: {', '.join(talk.missing)}" if talk.missing else ""
         status, error = "error", f"{TIMEOUT_ERROR} {format_duration(timeout)} in turn {talk.turn}{missing}"
+        if over_time:
+            status, error = "failed", f"{over_time} in turn {talk.turn}"
     return Result(
         case,
         status,
         run=run,
-        response=talk.response,
+        response=talk.trajectory.response(talk.response),
         error=error,
         traceback=where,
         assertions=talk.assertion_results(),

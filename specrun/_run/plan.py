@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .._core.data import Agent, Case, Suite
-from .._core.errors import Problem, SpecrunError, SuiteError, UsageError
-from .._core.kinds import Job, Source, SourceContext
+from .._core.errors import Problem, SpecrunError, SuiteError, TargetError, UsageError
+from .._core.kinds import Job, Source, SourceContext, Target
 from .._load.documents import load_mapping
 from .._load.loader import FileCases
 from .._load.problems import display_path
@@ -233,6 +233,7 @@ class Planner:
         self.names = [name] if isinstance(name, str) else list(name or [])
         self.select, self.connector, self.simulator = select, connector, simulator
         self.tags: set[str] = set()  # of every case seen, selected or not (``-m``'s unknown tags)
+        self.problems: list[Problem] = []  # what a target cannot run (an unknown tool): all of them, then stop
         self._visited = Selection([])  # the cases visited, each suite's numbered in the order visited
         self._parts: dict[int, _SuitePlan] = {}  # id(suite) -> what was planned of it as it was read
 
@@ -288,6 +289,8 @@ class Planner:
                 + ", ".join(sorted(set(missing)))
                 + ": pass -n AGENT, set 'target' in the suite, or put an agent.yaml next to it or above it"
             )
+        if self.problems:
+            raise SuiteError(self.problems)
         return plan
 
     def _usable(self, suite: Suite) -> _SuitePlan | None:
@@ -327,11 +330,35 @@ class Planner:
         where, registry = case.location, self.registry
         for agent in agents:
             assert agent is not None
-            _check_pair(case, agent, suite, project, self.simulator, self.connector, own, bool(names))
+            target = _check_pair(case, agent, suite, project, self.simulator, self.connector, own, bool(names))
+            self.problems.extend(case_problems(case, target, agent, len(agents) > 1))
             model = case_needs_model(case, agent, registry, self.config)
             uses = tuple(case_model_uses(case, agent, registry))
             ref = CaseRef(case.id, case.name, where.file, where.line, part.number, index, model, uses)
             selection.add(ref, agent)
+
+
+def case_problems(
+    case: Case, target: Target, agent: Agent, name_agent: bool = False, strict: bool = False
+) -> list[Problem]:
+    """What ``target`` cannot run in ``case`` (``Target.case_problems``), at the case's line;
+    ``name_agent`` when the case runs against several agents. A target that cannot even be
+    asked (its server is down) finds none here, and each case then fails with that error; with
+    ``strict`` (``specrun validate``), its ``TargetError`` is raised."""
+    found = []
+    if case.tools and not target.mock_tools:  # they would never be reached: say so before the run
+        message = f"the {target.name} target does not give its agent mocked tools (python, process and http do)"
+        found.append(("tools", f"{message}: run this case against one of those, or leave tools out"))
+    try:
+        found += list(target.case_problems(case))
+    except TargetError:
+        if strict:
+            raise
+    loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
+    return [
+        Problem(loc.file, loc.line, loc.column, who + message, f"{loc.pointer}.{field}" if loc.pointer else field)
+        for field, message in found
+    ]
 
 
 def _suite_agents(suite: Suite, project: Project, names: list[str]) -> list[Agent | None]:
@@ -377,9 +404,9 @@ def _check_pair(
     connector: str | None,
     own: bool,
     named: bool,
-) -> None:
+) -> Target:
     """What running ``case`` against ``agent`` needs is there: a simulator, the case's hooks, a
-    target that builds (``own``: the case named the agent; ``named``: ``-n`` did)."""
+    target that builds (``own``: the case named the agent; ``named``: ``-n`` did); that target."""
     if case.dynamic:
         _check_simulator(case, suite, project, simulator)
     for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
@@ -388,11 +415,13 @@ def _check_pair(
     if own_connector and not project.takes_model(agent):
         raise _located(UsageError(_unused_connector(own_connector, agent)), suite, case, "options.connector")
     try:
-        project.target(agent, connector or own_connector)
+        return project.target(agent, connector or own_connector)
     except UsageError as exc:  # an inline target mapping: point at the suite or case
         if named or agent.path is not None:
             raise
         raise _located(exc, suite, case if own else None) from None
+
+
 def _unused_connector(connector: str, agent: Agent) -> str:
     return (
         f"connector {connector!r} would not be used: agent {agent.id!r} ({agent.target.get('type')} target) has no"

@@ -37,7 +37,7 @@ from .._core.data import (
     Response,
     format_duration,
 )
-from .._core.errors import ReportError, SpecrunError, TargetError, UsageError
+from .._core.errors import ReportError, SpecrunError, TargetError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
@@ -47,24 +47,22 @@ from .._project.plugin_manager import Plugins
 from .._project.project import Project
 from .._report.stability import Aggregator, exit_code
 from .._report.stream import ResultStream, sharing_scans
+from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .deadline import within
 from .lifecycle import Lifecycle
+from .limits import Meter, case_limits, judged_answer
 from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
 from .tracebacks import user_traceback
-from .verdicts import combine, evaluate_all, spent_on
+from .turns import in_turn, turn_of
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
     from .remote import RemoteRun
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
-COPIES_PROJECT = (
-    "its cases run in a copy of the project, so approved snapshots would never reach your files;"
-    " approve with the local executor (--executor local --update-snapshots)"
-)
 
 
 class Runner:
@@ -91,10 +89,7 @@ class Runner:
         self._stream: ResultStream | None = None  # the run's, flushed before a hard exit
         self._environment: list[tuple[str, Any, Any]] | None = None
         self._services: dict[int, Services] = {}  # by run index: the same for every case of a run
-        executor = plugins.registry.get("executor", options.executor)
-        if options.update_snapshots and executor.copies_project:
-            raise UsageError(f"--update-snapshots cannot run on the {executor.name} executor: {COPIES_PROJECT}")
-        self.executor = executor(self, options.executor_options)
+        self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- what the executor may use (ExecutorHost) ------------------------------------------------
 
@@ -112,6 +107,7 @@ class Runner:
         lifecycle hooks for this run; return the summary. Every consumer is finished even when
         the run is interrupted; one that failed raises ``ReportError`` at the end."""
         started = time.perf_counter()
+        asyncio.get_running_loop().set_default_executor(run_blocking.executor)  # asyncio.to_thread: never joined
         self._finished = [] if self.options.after_all else None
         self._stream = stream
         with Lifecycle(self.plugins, run_plugins) as lifecycle:
@@ -406,26 +402,29 @@ class Runner:
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
         timeout = case.timeout or self.options.timeout
-        target = self.project.target(job.agent, self.connector_for(case))
         services = self.services(job.run)
-        session = target.session(ctx)
+        target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
+        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
+        meter = Meter(case_limits(case.limits, self.project.config))
         try:
             if case.dynamic:
                 from .conversation import run_conversation
 
                 return await run_conversation(
-                    case, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, job.run
+                    job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, meter
                 )
             started = time.perf_counter()
             answer = session.send(case.input)
             eager = not target.rate_limited and inspect.iscoroutine(answer)  # see specrun._run.deadline
-            response = Response.of(await within(answer, timeout, eager))
+            response = in_turn(Response.of(await within(answer, meter.budget(timeout), eager)), turn_of(case.input))
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
         except TimeoutError:
+            if over_time := meter.out_of_time(timeout):
+                return Result(case, "failed", run=job.run, error=over_time)
             return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
         except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
-            done = exc.response
+            done = in_turn(exc.response, turn_of(case.input))
             result = Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
             result.traceback = user_traceback(exc)
             return result
@@ -439,10 +438,8 @@ class Runner:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(10):
                         await session.close()
-        check = Check(response=response, case=case, context=ctx, services=services, messages=case.input)
-        verdicts = await evaluate_all(case.assertions, check, self.plugins.registry, timeout)
-        usage = spent_on(response, verdicts)
-        return Result(case, combine(verdicts), run=job.run, response=response, assertions=verdicts, usage=usage)
+        check = Check(response, case, ctx, services, case.input, target.name)
+        return await judged_answer(check, target.success_states, self.plugins.registry, timeout, meter, job.run)
 
     # -- results --------------------------------------------------------------------------------
 
@@ -476,7 +473,7 @@ class Runner:
         are built from the stream, and say so instead of looking complete.
         """
         summary = self.aggregator.summary(duration_ms=duration_ms, interrupted=bool(self.interrupted))
-        summary = Summary(type="summary", **summary, not_run=scheduled - self.done)
+        summary = Summary(type="summary", **summary, not_run=scheduled - self.done, **self.project.trace_summary())
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure

@@ -105,6 +105,13 @@ class RunSession:
         self.options = _options(request, self.project.config)
         self.selection = CaseFilter(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
         self.models = model_client(self.project, request.no_cache)
+        executor = self.plugins.registry.get("executor", self.options.executor)
+        if self.options.update_snapshots and executor.copies_project:  # said before anything runs
+            raise UsageError(
+                f"--update-snapshots cannot run on the {executor.name} executor: its cases run in a copy of the"
+                " project, so approved snapshots would never reach your files; approve with the local executor"
+                " (--executor local --update-snapshots)"
+            )
         self.runner = Runner(self.project, self.plugins, self.options, models=self.models)
         self.suites: list[Suite] = []
         self.skipped: list[Any] = []  # files a folder search passed over, with why
@@ -138,7 +145,12 @@ class RunSession:
         allowed = frozenset(
             a.removeprefix("agents:") for a in (self.project.config.get("generated") or {}).get("agents", [])
         )
-        limits = GeneratedLimits(allowed, self.options.timeout, self.options.min_pass_rate)
+        limits = GeneratedLimits(
+            allowed,
+            self.options.timeout,
+            self.options.min_pass_rate,
+            case_limits=self.project.config.get("limits") or {},
+        )
         loader = Loader(registry, limits, visit=self._planner.visit)
         context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:
@@ -211,6 +223,8 @@ class RunSession:
             self.models.preload(self.model_uses())
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
+        if self.options.executor == "local":  # elsewhere, each worker listens for its own cases' spans
+            await self.project.start_traces(plan.pairs.used_agents())  # a busy receiver port: before any case
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
         recorder = self._recorder(plan, jobs, stream.path)
         environment = self.runner.environment()
@@ -241,9 +255,17 @@ class RunSession:
         gc.freeze()
         gc.set_threshold(100_000, 10, 10)
         ci = github_actions(os.environ)  # first in the list: its trylast run_finished comes after the console's
-        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else [])]
+        run_plugins = [*ci, console, stream, *reporters, *([recorder] if recorder else []), *self._pairwise(plan)]
         record = await self.runner.run(jobs, info, run_plugins, stream)
         return RunSummary(record, self.runner.exit_code(record), stream.path)
+
+    def _pairwise(self, plan: Plan) -> list[object]:
+        """The pairwise judge, when the run tests several agents and a suite asks for one."""
+        if len(plan.agent_ids) < 2 or not any(suite.pairwise for suite in plan.suites):
+            return []
+        from .._judges.pairwise import PairwiseJudge
+
+        return [PairwiseJudge(self.models)]
 
     def _durations(self, case_ids: list[str]) -> dict[str, float]:
         """Past mean durations (ms) from the run history, which balance ``--shard``; none with

@@ -27,8 +27,9 @@ async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> Ve
         return Verdict.settled(assertion.type, "error", crashed)
     spent = verdict.usage if verdict.usage is not None and (verdict.usage.total_tokens or verdict.usage.cost) else None
     usage = {"usage": spent.to_dict()} if spent is not None else {}  # what the record says it cost
-    if verdict.error:  # what could not be decided is an error, whatever negate says
-        return Verdict.settled(assertion.type, "error", verdict.message, details=usage or None, usage=spent)
+    if verdict.error:  # what could not be decided is an error, whatever negate says; its details stay (samples)
+        details = {**(verdict.details or {}), **usage}
+        return Verdict.settled(assertion.type, "error", verdict.message, details=details or None, usage=spent)
     passed = verdict.passed != assertion.negate
     message = verdict.message
     if assertion.negate and not passed:
@@ -70,6 +71,32 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
         )
 
 
+async def evaluate_case(
+    check: Check, success: tuple[str, ...], registry: Registry, timeout: float
+) -> list[Verdict]:
+    """The verdicts of a case's assertions (``evaluate_all``) and of the check of the response's
+    ``state`` that its target's ``success_states`` imply: the installed type with a
+    ``state_param`` checks a state that is not None, unless the case checks it itself; with no
+    such type installed, a state to check is an ``error``. A call to the case's mocked tools
+    that no mock answered is a failed verdict of its own."""
+    assertions, state = check.case.assertions, check.response.state
+    mocked = []
+    if check.case.tools:  # a call the agent made that no mock answered fails the case (specrun._mocks)
+        from .._mocks.session import verdicts as unmocked
+
+        mocked = unmocked(check.response)
+    if not success or state is None:
+        return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
+    cls = registry.declaring("assertion", "state_param")
+    if cls is None:
+        message = f"state {state!r} needs a check and no installed assertion type checks states"
+        results = await evaluate_all(assertions, check, registry, timeout)
+        return [*mocked, *results, Verdict.settled("state", "error", message)]
+    if not any(a.type == cls.name for a in assertions):
+        assertions = [*assertions, Assertion(cls.name, {cls.state_param: list(success)})]
+    return [*mocked, *await evaluate_all(assertions, check, registry, timeout)]
+
+
 def combine(results: list[Verdict]) -> Status:
     """A case's status from its assertions: a definite fail decides; else an error; else passed."""
     statuses = {r.status for r in results}
@@ -90,12 +117,12 @@ def judge_usage(results: list[Verdict]) -> Usage | None:
     return total
 
 
-def spent_on(response: Response, verdicts: list[Verdict]) -> Usage | None:
-    """What a case cost: its agent's answer and its judges, added up (None when neither said)."""
-    spent = judge_usage(verdicts)
-    if response.usage is None and spent is None:
+def spent_on(response: Response, judged: Usage | None) -> Usage | None:
+    """What a case cost: its agent's answer and its judges (``judge_usage``) added up; None
+    when neither said."""
+    if response.usage is None and judged is None:
         return None
     usage = Usage()
     usage.add(response.usage)
-    usage.add(spent)
+    usage.add(judged)
     return usage

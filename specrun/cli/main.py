@@ -23,6 +23,7 @@ COMMANDS = {
     "plugins": "specrun.cli.plugins",
     "diff": "specrun.cli.diff",
     "merge": "specrun.cli.merge",
+    "calibrate": "specrun.cli.calibrate",
     "view": "specrun.cli.view",
     "init": "specrun.cli.init",
     "history": "specrun.cli.history",

@@ -45,7 +45,7 @@ def _show_api() -> None:
     click.echo("specrun.plugin (see docs/plugins.md):")
     for name in sorted(plugin.__all__, key=str.lower):
         value = getattr(plugin, name)
-        if inspect.isclass(value) or inspect.isroutine(value):
+        if inspect.isclass(value) or callable(value):
             doc = (inspect.getdoc(value) or "").partition("\n")[0]
         elif isinstance(value, int | float | tuple) or (isinstance(value, str) and len(value) < 40):
             doc = f"= {value!r}"

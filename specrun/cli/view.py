@@ -25,7 +25,8 @@ def command(port: int, host: str, db: Path | None, folder: Path | None) -> None:
     """Browse recorded runs: transcripts, a case across runs, two runs compared, agents side by side.
 
     Prints its URL first and opens a browser when run in a terminal. Read-only, except the
-    Approve button of a failing snapshot, which rewrites that snapshot.
+    Approve button of a failing snapshot, which rewrites that snapshot, and I agree / I
+    disagree on a judge's verdict, which keeps a label for `specrun calibrate` in the history.
     """
     import asyncio
 

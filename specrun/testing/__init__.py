@@ -7,5 +7,6 @@ environment, evaluators) are in :mod:`specrun.testing.config`.
 from .._judges.matching import Mode
 from .api import Test
 from .config import Evaluator, TestConfig, load_config
+from .similarity import aassert_similar, assert_similar
 
-__all__ = ["Evaluator", "Mode", "Test", "TestConfig", "load_config"]
+__all__ = ["Evaluator", "Mode", "Test", "TestConfig", "aassert_similar", "assert_similar", "load_config"]

@@ -3,8 +3,9 @@
 
 They are the suite assertions ``tool_called`` and ``tool_not_called``, run by the installed
 assertion types on the reply's ``Response``, so a name matches exactly and ``arguments`` is a
-deep subset match, as in a suite. A CLI agent reports no tool calls: what it called is not
-known, so an expectation on it is an ``EvaluationError``, never a pass or a fail.
+deep subset match, as in a suite. A reply that reports no tool calls (every reply of a CLI
+agent, a function's bare string) leaves what it called unknown, so an expectation on it is an
+``EvaluationError``, never a pass or a fail.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A case across runs (timeline, flaky marker, output changes) and the comparison of two runs
-(newly failing, fixed, still failing, flaky, slower; outputs side by side).
+(newly failing, fixed, still failing, flaky, slower; outputs side by side), with both pass rates'
+95% intervals and whether the change is larger than chance (McNemar's paired test).
 
 Two runs are sorted by ``specrun._history.diff.compare_sides``, the rules ``specrun diff`` applies to two
 reports, so the viewer and the pull-request comment never disagree.
@@ -13,6 +14,7 @@ from typing import Any
 
 from .._history.diff import Change, Outcome, Side, compare_sides
 from .._history.store import CaseKey
+from .._report.rates import summary_rate_text
 from .html import as_text, badge, damaged, e, layout, ms, table, url, when
 from .store import Entry, Store
 
@@ -135,6 +137,8 @@ def compare_page(store: Store, a: str, b: str) -> str | None:
     ]
     titles = (f"Before: {when(run_a['started_at'])}", f"After: {when(run_b['started_at'])}")
     body = [f"<h1>Compare runs</h1><p class='meta'>{e(titles[0])} → {e(titles[1])}</p>"]
+    rates = f"Pass rate: {summary_rate_text(old.summary)} → {summary_rate_text(new.summary)}"
+    body.append(f'<p id="pass-rates">{e(rates)}</p><p id="paired">{e(c.paired.text())}</p>')
     counts = "".join(f"<div class='card'><b>{len(items)}</b>{e(label)}</div>" for label, _, items in sections)
     body.append(f'<div class="cards">{counts}</div>')
     for label, anchor, items in sections:

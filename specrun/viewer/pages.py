@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .._report.rates import interval_text
 from .html import ICONS, badge, damaged, e, layout, money, ms, pct, table, url, when
 from .store import Entry, Store
 from .transcript import transcript
 
 MAX_CASES = 300  # cases a run page lists with their transcripts before "show all"
-Approve = Callable[[dict[str, Any], int], str]  # (a case row, assertion index) -> the approve form
+Approve = Callable[..., str]  # (a case row, assertion index, kind: approve|label) -> the form
 
 
 def status_buttons(entries: list[Entry], target: str, placeholder: str) -> str:
@@ -86,8 +87,9 @@ def runs_page(store: Store) -> str:
 
 
 def matrix(entries: list[Entry], agents: list[str], totals: Any) -> str:
-    """The agent x case matrix, then each agent's pass rate, mean latency and cost as the run's
-    summary has them (``totals``: its ``agents``; the console and the reports show the same)."""
+    """The agent x case matrix, then each agent's pass rate (and its 95% interval), mean latency
+    and cost as the run's summary has them (``totals``: its ``agents``; the console and the
+    reports show the same)."""
     cells: dict[tuple[str, str], dict[str, Entry]] = {}
     for x in sorted(entries, key=lambda x: (x.suite, x.case_id)):
         cells.setdefault((x.suite, x.case_id), {})[x.agent] = x
@@ -103,6 +105,7 @@ def matrix(entries: list[Entry], agents: list[str], totals: Any) -> str:
     totals = totals if isinstance(totals, dict) else {}  # none for a run cut short before its summary
     for label, key, shown in (
         ("Pass rate", "pass_rate", lambda v: f"{v}%"),
+        ("95% CI", "pass_rate_ci", lambda v: interval_text(v, False) or "-"),
         ("Latency (mean)", "avg_duration_ms", ms),
         ("Cost", "cost", money),
     ):

@@ -1,9 +1,10 @@
 """The viewer's reads of the run history: runs, the cases of a run, a case across runs.
 
-Everything is read through :class:`specrun._history.store.History`'s reader API (the viewer never
-writes to the history), each row checked on the way (:mod:`specrun.viewer.rows`: a damaged one
-is shown as far as it can be read, with what is wrong). A case of a run is one (suite, case
-id, agent): its ``--runs`` repetitions are grouped into one ``Entry``.
+Everything is read through :class:`specrun._history.store.History`'s reader API (the viewer's
+one write to the history is a person's label of a judged result, ``add_label``), each row
+checked on the way (:mod:`specrun.viewer.rows`: a damaged one is shown as far as it can be read,
+with what is wrong). A case of a run is one (suite, case id, agent): its ``--runs`` repetitions
+are grouped into one ``Entry``.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class Entry:
 
 
 class Store:
-    """What the pages read, through the history's reader API (it never writes)."""
+    """What the pages read, through the history's reader API; and the labels a person gives."""
 
     def __init__(self, history: History):
         self.history = history
@@ -111,6 +112,10 @@ class Store:
         rows = [checked_case({**r, "case_id": case_id}) for r in found if r["suite"] == suite and r["agent"] == agent]
         runs = {r["run_id"]: {"id": r["run_id"], "started_at": r["started_at"]} for r in rows}
         return [(runs[e.run_id], e) for e in _grouped(rows)]
+
+    def add_label(self, row: dict[str, Any]) -> None:
+        """Keep a person's label of a judged result (a row of the history's ``labels``)."""
+        self.history.add_label(row)
 
     def flaky(self, case_ids: list[str]) -> dict[CaseKey, int]:
         """Those of ``case_ids`` that are flaky in the history (the definition ``specrun

@@ -1,12 +1,15 @@
 """A case's full transcript: input messages with attachments, output, tool calls, dynamic turns
 with the checkpoints each reached, and every assertion with expected vs actual and a judge's
-reasoning and score. Everything is read from the result record the history stored."""
+reasoning and score (each sample's, for a judge that sampled). Everything is read from the
+result record the history stored."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .._history.snapshots import Snapshot
+from .._report.rates import sample_lines
 from .html import as_text, badge, damaged, e, money, ms, pre
 from .store import Entry
 
@@ -65,6 +68,57 @@ def tool_calls(calls: Any) -> str:
     )
 
 
+def _span_label(span: dict[str, Any]) -> str:
+    """What a span did, in a few words: a tool's name and arguments, a model call's tokens."""
+    a = _dict(span.get("attributes"))
+    tool = a.get("gen_ai.tool.name") or a.get("tool.name")
+    if tool is not None:
+        arguments = a.get("gen_ai.tool.call.arguments", a.get("input.value"))
+        return f"tool {tool}" + (f" {as_text(arguments)[:120]}" if arguments is not None else "")
+    tokens = [a.get(k) for k in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") if a.get(k) is not None]
+    return f"tokens {' + '.join(str(t) for t in tokens)}" if tokens else ""
+
+
+def _span_ms(value: Any) -> str:
+    """A span's duration: spans are often shorter than a millisecond, which ``ms`` rounds away."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or value >= 1000:
+        return ms(value)
+    return f"{value:.2f}ms" if value < 10 else f"{value:.0f}ms"
+
+
+def trace_tree(trace: Any) -> str:
+    """A recorded trace (``traces: otel``) as its span tree, each span with its duration."""
+    spans = [s for s in _dict(trace).get("spans") or [] if isinstance(s, dict)]
+    if not spans:
+        return ""
+    ids = {s.get("span_id") for s in spans}
+    children: dict[Any, list[dict[str, Any]]] = {}
+    for span in spans:  # a span whose parent was not kept is shown at the top
+        children.setdefault(span.get("parent_id") if span.get("parent_id") in ids else None, []).append(span)
+
+    shown: set[int] = set()  # each span once, however an agent reused its ids
+
+    def items(parent: Any, depth: int) -> str:
+        out = []
+        for span in children.get(parent, []) if depth < 64 else []:
+            if id(span) in shown:
+                continue
+            shown.add(id(span))
+            failed = span.get("status") == "error"
+            mark = f" {badge('error')} {e(span.get('message') or '')}" if failed else ""
+            label = _span_label(span)
+            below = items(span.get("span_id"), depth + 1) if span.get("span_id") is not None else ""
+            out.append(
+                f'<li><code>{e(span.get("name"))}</code> <span class="meta">{e(_span_ms(span.get("duration_ms")))}'
+                f"{' · ' + e(label) if label else ''}</span>{mark}{below}</li>"
+            )
+        return f'<ul class="spans">{"".join(out)}</ul>' if out else ""
+
+    dropped = _dict(trace).get("dropped")
+    note = f'<div class="meta">{e(dropped)} more spans not kept</div>' if dropped else ""
+    return f"<h4>Trace ({len(spans)} spans)</h4>{items(None, 0)}{note}"
+
+
 def _turns(record: dict[str, Any]) -> str:
     turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
     checkpoints = [c for c in record.get("checkpoints") or [] if isinstance(c, dict)]
@@ -103,9 +157,12 @@ def _assertions(record: dict[str, Any], approve: Any) -> str:
         if details.get("reason") or a.get("score") is not None:
             reason = f": {details['reason']}" if details.get("reason") else ""
             judge = f'<div class="judge">score {e(a.get("score"))}{e(reason)}</div>'
+        judge += "".join(f'<div class="judge sample">{e(line)}</div>' for line in sample_lines(a))
         action = ""
         if a.get("status") != "passed" and Snapshot.from_details(details) is not None and approve is not None:
             action = approve(i)
+        if a.get("status") in ("passed", "failed") and "reason" in details and approve is not None:
+            action += approve(i, "label")  # a judge's verdict: does the person agree with it?
         expected = pre(a["expected"]) if "expected" in a else ""
         actual = pre(a["actual"]) if "actual" in a else ""
         rows.append(
@@ -144,6 +201,8 @@ def repetition(record: dict[str, Any], approve: Any = None) -> str:
         parts.append('<h4>Output</h4><div class="msg role-assistant">' + pre(record.get("output")) + "</div>")
         if record.get("tool_calls"):
             parts.append("<h4>Tool calls</h4>" + tool_calls(record.get("tool_calls")))
+    if record.get("trace"):
+        parts.append(trace_tree(record["trace"]))
     if "expected" in record:
         parts.append("<h4>Expected</h4>" + pre(record.get("expected")))
     parts.append(_assertions(record, approve))
@@ -164,14 +223,15 @@ def _checked(row: dict[str, Any], record: dict[str, Any], approve: Any) -> str:
 
 
 def transcript(entry: Entry, approve: Any = None) -> str:
-    """Every repetition of a case (``approve(index, assertion)`` makes a snapshot's button)."""
+    """Every repetition of a case (``approve(row, assertion index, kind)`` makes a snapshot's
+    Approve button, kind ``label`` the I agree / I disagree buttons of a judge's verdict)."""
     records = entry.results()
     if len(records) == 1:
-        return _checked(entry.rows[0], records[0], approve and (lambda i: approve(entry.rows[0], i)))
+        return _checked(entry.rows[0], records[0], approve and partial(approve, entry.rows[0]))
     out = []
     for row, record in zip(entry.rows, records, strict=True):
         title = f"Run {row['run_index']}: {row['status']} ({ms(row['duration_ms'])})"
-        body = _checked(row, record, approve and (lambda i, row=row: approve(row, i)))
+        body = _checked(row, record, approve and partial(approve, row))
         out.append(
             f"<details{' open' if row['status'] != 'passed' else ''}><summary>{e(title)}</summary>{body}</details>"
         )

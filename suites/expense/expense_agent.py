@@ -1,6 +1,8 @@
 """A small offline expense agent that asks for details, confirms, then calls a tool.
 
-It reads the whole conversation each time (stateless), like a chat-completions agent.
+It reads the whole conversation each time (stateless), like a chat-completions agent. Every
+reply says which tools it called, none included (``tool_calls=[]``): a bare string would leave
+them unknown, and a tool assertion on it would be an error.
 """
 
 import re
@@ -23,18 +25,23 @@ def create_expense(kind, amount, user):
     return {"reference": f"EXP-{len(LEDGER):03d}", "status": "submitted"}
 
 
+def _say(text):
+    """A reply that called no tool, saying so."""
+    return Response(text, tool_calls=[])
+
+
 def respond(messages, ctx):
     last = messages[-1].text.lower().strip()
     attachments = [p for m in messages for p in m.attachments]
     kind, amount = _details(messages)
     if attachments and amount is None:
-        return "I see a receipt. What type of expense is it, and what amount should I file?"
+        return _say("I see a receipt. What type of expense is it, and what amount should I file?")
     if re.fullmatch(r"(yes|yes, confirm|confirm|ok|sure)[.!]?", last) and kind and amount:
         result = create_expense(kind, amount, ctx.user)
         call = ToolCall("create_expense", {"type": kind, "amount": amount}, result)
         return Response(f"Expense submitted! Reference: {result['reference']}", tool_calls=[call])
     if kind and amount:
-        return f"I'll create an expense for {kind}, ${amount:,.0f}. Please confirm."
+        return _say(f"I'll create an expense for {kind}, ${amount:,.0f}. Please confirm.")
     if "expense" in last or "receipt" in last:
-        return "What type of expense would you like to submit, and how much was it?"
-    return "I can help you file expenses. What would you like to do?"
+        return _say("What type of expense would you like to submit, and how much was it?")
+    return _say("I can help you file expenses. What would you like to do?")

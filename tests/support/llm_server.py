@@ -11,11 +11,13 @@ never by monkeypatching. It runs in a background thread, so sync tests, async te
         server.requests  # every JSON body received
         server.raw[0], server.headers[0]  # the first request's exact body text and its headers
 
-A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments}]), ``status`` and
+A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments, id}], the id
+``call_<i>`` unless given: a conversation's later replies need ids of their own), ``status`` and
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
-``hang`` (never reply), ``drop`` (close the connection), ``usage`` (token counts). Scripted
-behaviours are used in order; then ``responder(body)`` decides, else the reply echoes the last
-user message. A ``content`` that is not a string (a verdict dict, say) is sent as its JSON text.
+``vectors`` (an ``/embeddings`` reply: one per input), ``hang`` (never reply), ``drop`` (close
+the connection), ``usage`` (token counts). Scripted behaviours are used in order; then
+``responder(body)`` decides, else the reply echoes the last user message. A ``content`` that
+is not a string (a verdict dict, say) is sent as its JSON text.
 ``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
 included), so tests can see how much concurrency a client really used.
 
@@ -57,6 +59,13 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
+
+
+def _bag_of_words(text: str, size: int = 64) -> list[float]:
+    vector = [0.0] * size
+    for word in re.findall(r"\w+", text.lower()):
+        vector[sum(map(ord, word)) % size] += 1.0
+    return vector
 
 
 class LLMServer:
@@ -140,7 +149,7 @@ class LLMServer:
         if behaviour.get("tool_calls"):
             message["tool_calls"] = [
                 {
-                    "id": f"call_{i}",
+                    "id": t.get("id", f"call_{i}"),
                     "type": "function",
                     "function": {"name": t["name"], "arguments": json.dumps(t.get("arguments", {}))},
                 }
@@ -159,6 +168,23 @@ class LLMServer:
         }
         return web.json_response(reply, headers=headers)
 
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        """``/embeddings``: each input's vector is a scripted behaviour's ``vectors`` (one per input),
+        else a bag of its words (one axis per word, by hash) so that shared words score high."""
+        body = await request.json()
+        texts = body.get("input") or []
+        texts = [texts] if isinstance(texts, str) else texts
+        behaviour = self._next(body, json.dumps(body), dict(request.headers))
+        status = behaviour.get("status", 200)
+        if status != 200:
+            error = {"error": {"message": f"scripted {status}", "type": "scripted", "code": status}}
+            return web.json_response(error, status=status, headers=behaviour.get("headers", {}))
+        vectors = behaviour.get("vectors") or [_bag_of_words(t) for t in texts]
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        tokens = sum(len(t.split()) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return web.json_response({"object": "list", "data": data, "model": body.get("model", "mock"), "usage": usage})
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "mock", "object": "model"}]})
 
@@ -169,6 +195,7 @@ class LLMServer:
         for prefix in ("/v1", ""):
             app.router.add_post(f"{prefix}/chat/completions", self._chat)
             app.router.add_get(f"{prefix}/models", self._models)
+            app.router.add_post(f"{prefix}/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         loop.run_until_complete(self._runner.setup())
         # A backlog above aiohttp's 128: hundreds of clients connect at once in benchmarks, and a

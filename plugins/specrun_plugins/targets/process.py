@@ -18,7 +18,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -73,6 +73,21 @@ def command_argv(command: str | list[str]) -> list[str]:
     if argv and argv[0].endswith(".py"):
         argv = [sys.executable, *argv]
     return argv
+
+
+def command_problems(argv: list[str], cwd: Path, env: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """``(field, message)`` when ``argv`` cannot start in ``cwd``: no such folder, an empty
+    command, a program found neither there nor on the ``PATH`` (``env``'s, else this process's)."""
+    if not cwd.is_dir():
+        yield "cwd", f"folder {str(cwd)!r} does not exist"
+    elif not argv:
+        yield "command", "the command is empty"
+    else:
+        program = argv[0]
+        path = env.get("PATH", os.environ.get("PATH"))
+        found = (cwd / program).exists() if os.sep in program else shutil.which(program, path=path)
+        if not found:
+            yield "command", f"program {program!r} not found"
 
 
 class AgentProcess:
@@ -322,6 +337,8 @@ class ProcessTarget(Target):
     """Starts ``command`` once per case and talks to it over stdin/stdout."""
 
     name = "process"
+    mock_tools = True  # its agent finds the case's mocked tools (docs/suite-format.md#mocked-tools)
+    trace_receiver = "127.0.0.1:0"  # traces: otel: a free port, given to the agent in its environment
     env_fields = ("env",)
     command_param = "command"  # the target of an agent given as a command (specrun.testing)
     description = "A CLI agent over stdin/stdout: one process per case, replies end at a prompt."
@@ -373,19 +390,16 @@ class ProcessTarget(Target):
             compile_pattern(self.prompt)
         except PatternError as exc:
             yield "prompt", str(exc)
-        if not self.cwd.is_dir():
-            yield "cwd", f"folder {str(self.cwd)!r} does not exist"
-        elif not self.argv:
-            yield "command", "the command is empty"
-        else:
-            program = self.argv[0]
-            path = self.env.get("PATH", os.environ.get("PATH"))
-            found = (self.cwd / program).exists() if os.sep in program else shutil.which(program, path=path)
-            if not found:
-                yield "command", f"program {program!r} not found"
+        yield from command_problems(self.argv, self.cwd, self.env)
 
     def process(self, context: Context) -> AgentProcess:
-        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables."""
+        """An unstarted process for one case; the case is named in ``SPECRUN_*`` variables (its
+        mocked tools' MCP server in ``SPECRUN_MCP_URL``, when it declares ``tools:``). A
+        traced case's agent also gets ``context.trace.environment()`` (``TRACEPARENT`` and the
+        OTLP endpoints, over ``env``) and, unless ``env`` says, OTLP/HTTP protobuf as the
+        protocol and batches exported every 100 ms (so spans arrive within the grace)."""
+        trace = context.trace.environment() if context.trace is not None else {}
+        defaults = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_BSP_SCHEDULE_DELAY": "100"} if trace else {}
         env = {
             "SPECRUN_CASE_ID": context.case_id,
             "SPECRUN_USER": context.user,
@@ -396,7 +410,10 @@ class ProcessTarget(Target):
             "SPECRUN_REFERER": context.referer,
             "SPECRUN_ACCEPT": context.accept,
             "SPECRUN_RUN": str(context.run),
+            **({"SPECRUN_MCP_URL": context.mcp_url} if context.mcp_url else {}),  # the case's mocked tools
+            **defaults,
             **self.env,
+            **trace,
         }
         return AgentProcess(
             self.argv, cwd=self.cwd, env=env, prompt=self.prompt, read_timeout=self.read_timeout, grace=self.grace

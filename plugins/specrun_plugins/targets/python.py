@@ -29,6 +29,8 @@ class PythonTarget(Target):
     function returns is read by its adapter too (``Target.unwrap``)."""
 
     name = "python"
+    mock_tools = True  # its agent finds the case's mocked tools (docs/suite-format.md#mocked-tools)
+    trace_receiver = None  # traces: otel: the agent runs in this process; its spans come from the tracer provider
     description = "A Python function (messages, ctx) returning str, dict, list or a Response; or a framework agent."
     rate_limited = False  # a function, or a framework's own clients: never specrun's rate limiters
     params_schema: ClassVar[dict[str, Any]] = {

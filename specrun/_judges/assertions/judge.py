@@ -3,7 +3,8 @@
 The judge reads the author's criteria and the agent's material as delimited data and answers
 ``{passed, score, reason}``, read by :func:`specrun._judges.judging.parse_verdict` (its contradiction
 rule included). An unusable answer is asked for once more, then the assertion is an error,
-never a silent pass or fail. The reason is the verdict's message; tokens and cost go on the
+never a silent pass or fail. ``samples: N`` asks N times, the majority deciding
+(:mod:`specrun._judges.samples`). The reason is the verdict's message; tokens and cost go on the
 verdict (``Verdict.usage``), which the engine adds to the case.
 Registered by the family's register_assertion_types hook.
 """
@@ -19,6 +20,7 @@ from ..._core.errors import EvaluationError
 from ..._core.kinds import AssertionType, Check, Verdict
 from ..._core.services import Parsed
 from ..judging import DATA_RULES, JUDGE_THRESHOLD, JudgeReply, data_block, parse_verdict
+from ..samples import SAMPLES_PARAM, sample_count, sampled
 
 LLM_PROMPT_VERSION = "llm-judge/2"
 VALIDATOR_PROMPT_VERSION = "validator/2"
@@ -43,7 +45,8 @@ def reply_format(threshold: float) -> str:
     )
 
 
-def _conversation(messages: list[Message]) -> list[dict[str, Any]]:
+def conversation_data(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation as a judge reads it: role and text, attachments named."""
     turns = []
     for message in messages:
         turn: dict[str, Any] = {"role": message.role, "content": message.text}
@@ -61,9 +64,11 @@ def judge_prompt(check: Check, criteria: str, threshold: float, expected: Any = 
     if expected is not None:
         text = expected if isinstance(expected, str) else json.dumps(expected, ensure_ascii=False)
         parts.append(f"REFERENCE ANSWER:\n{text}")
+    calls = check.response.tool_calls
     material = {
-        "conversation": _conversation(_messages(check)),
-        "tool_calls": [c.to_dict() for c in check.response.tool_calls],
+        "conversation": conversation_data(_messages(check)),
+        # Unknown is not "none": an empty list would let the judge conclude that no tool was called.
+        "tool_calls": [c.to_dict() for c in calls] if check.response.tools_reported else "not reported by the agent",
         "response": check.response.content,
     }
     parts.append(f"THE MATERIAL TO JUDGE (conversation, tool_calls, response):\n{data_block(material)}")
@@ -110,13 +115,25 @@ def _threshold(params: dict[str, Any]) -> float:
 
 
 async def model_judge(
-    check: Check, criteria: str, threshold: float, *, expected: Any, model: str | None, version: str, what: str
+    check: Check,
+    criteria: str,
+    threshold: float,
+    *,
+    expected: Any,
+    model: str | None,
+    version: str,
+    what: str,
+    sample: int = 1,
+    system: str = JUDGE_SYSTEM,
+    prompt: str | None = None,
 ) -> Parsed[JudgeReply]:
-    """Ask the run's judge model; an unusable reply is asked for once more, then a problem."""
+    """Ask the run's judge model (``sample``: which of the assertion's samples); an unusable
+    reply is asked for once more, then a problem. ``system`` and ``prompt`` replace the
+    response judge's own (the conversation judges read the whole conversation)."""
     client = services_of(check, what).models
     messages = [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": judge_prompt(check, criteria, threshold, expected)},
+        {"role": "system", "content": system},
+        {"role": "user", "content": prompt or judge_prompt(check, criteria, threshold, expected)},
     ]
     return await client.complete_json(
         messages,
@@ -126,6 +143,7 @@ async def model_judge(
         purpose="judge",
         run=run_of(check),
         version=version,
+        sample=sample,
     )
 
 
@@ -139,22 +157,28 @@ class LlmJudge(AssertionType):
             "expected": {"description": "A reference answer the judge may compare with."},
             "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default 0.5)."},
             "model": _MODEL,
+            "samples": SAMPLES_PARAM,
         },
         "required": ["criteria"],
     }
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         params = assertion.params
-        reply = await model_judge(
-            check,
-            params["criteria"],
-            _threshold(params),
-            expected=params.get("expected"),
-            model=params.get("model"),
-            version=LLM_PROMPT_VERSION,
-            what="the llm assertion",
-        )
-        return _verdict(reply, params["criteria"], model=params.get("model"))
+
+        async def judge(sample: int) -> Verdict:
+            reply = await model_judge(
+                check,
+                params["criteria"],
+                _threshold(params),
+                expected=params.get("expected"),
+                model=params.get("model"),
+                version=LLM_PROMPT_VERSION,
+                what="the llm assertion",
+                sample=sample,
+            )
+            return _verdict(reply, params["criteria"], model=params.get("model"))
+
+        return await sampled(check, params, judge)
 
 
 def _criteria(metadata: dict[str, Any]) -> str:
@@ -192,6 +216,7 @@ class AgentJudge(AssertionType):
             },
             "threshold": {**_THRESHOLD, "description": "Pass when score >= threshold (default 0.5)."},
             "model": _MODEL,
+            "samples": SAMPLES_PARAM,
         },
     }
 
@@ -206,22 +231,29 @@ class AgentJudge(AssertionType):
         metadata = dict(options.get("metadata") or {})
         threshold = _threshold(params)
         criteria = _criteria(metadata)
-        if "use" not in params:
-            if not metadata.get("criteria"):
-                raise EvaluationError("the agent assertion needs options.metadata.criteria without `use`")
-            reply = await model_judge(
-                check,
-                criteria,
-                threshold,
-                expected=None,
-                model=params.get("model"),
-                version=VALIDATOR_PROMPT_VERSION,
-                what="the agent assertion",
-            )
-            return _verdict(reply, metadata.get("criteria"), validator="built-in")
-        agent_id = str(params["use"]).removeprefix("agents:")
-        reply = await self._ask_agent(agent_id, check, options, metadata, criteria, threshold)
-        return _verdict(reply, metadata.get("criteria"), validator=agent_id)
+        if "use" not in params and not metadata.get("criteria"):
+            raise EvaluationError("the agent assertion needs options.metadata.criteria without `use`")
+        several = sample_count(params, check) > 1
+
+        async def judge(sample: int) -> Verdict:
+            if "use" not in params:
+                reply = await model_judge(
+                    check,
+                    criteria,
+                    threshold,
+                    expected=None,
+                    model=params.get("model"),
+                    version=VALIDATOR_PROMPT_VERSION,
+                    what="the agent assertion",
+                    sample=sample,
+                )
+                return _verdict(reply, metadata.get("criteria"), validator="built-in")
+            agent_id = str(params["use"]).removeprefix("agents:")
+            told = {**metadata, "sample": sample} if several else metadata  # a validator may vary per sample
+            reply = await self._ask_agent(agent_id, check, options, told, criteria, threshold)
+            return _verdict(reply, metadata.get("criteria"), validator=agent_id)
+
+        return await sampled(check, params, judge)
 
     async def _ask_agent(
         self,

@@ -1,6 +1,8 @@
 """The ``match`` assertion: Agent Kernel's compare (score, llm or fallback) over expected answers.
 
 The verdict's details record the stage that decided and every attempt; see ``specrun._judges.matching``.
+``samples: N`` asks the llm stage's judge N times, the majority deciding (:mod:`specrun._judges.samples`);
+a verdict of the score stage is offline and certain, so it is reached once.
 Registered by the family's register_assertion_types hook.
 """
 
@@ -15,7 +17,8 @@ from ..._core.services import Services
 from ..matching import DEFAULT_MODE as DEFAULT_COMPARE_MODE
 from ..matching import MATCH_THRESHOLD as COMPARE_THRESHOLD
 from ..matching import MODES as COMPARE_MODES
-from ..matching import alternatives, compare
+from ..matching import CompareResult, alternatives, compare
+from ..samples import SAMPLES_PARAM, sampled
 from .judge import run_of
 
 
@@ -62,6 +65,7 @@ class Match(AssertionType):
                 "description": "Score mode also passes when an expected answer occurs in the response as whole words.",
             },
             "model": {"type": "string", "description": "litellm model for the llm stage."},
+            "samples": SAMPLES_PARAM,
         },
     }
 
@@ -86,33 +90,50 @@ class Match(AssertionType):
         mode = _mode(params, services)
         messages = check.messages or check.case.input
         users = [m for m in messages if m.role == "user"]
-        result = await compare(
-            check.response.text,
-            alternatives,
-            mode=mode,
-            threshold=float(params.get("threshold", COMPARE_THRESHOLD)),
-            user_input=users[-1].text if users else None,
-            judge=getattr(services, "models", None),
-            containment=bool(params.get("contains", False)),
-            model=params.get("model"),
-            run=run_of(check),
-        )
-        if result.problem is not None:
-            return Verdict(False, result.problem, usage=result.usage, error=True)
-        details = {k: v for k, v in result.to_dict().items() if k != "usage"}
-        reason = result.reason
-        if result.passed:
-            message = f"matched by {result.decided_by}" + (f": {reason}" if reason else "")
-        elif result.decided_by == "score":
-            message = f"no expected answer matches (score mode, threshold {result.threshold:g})"
-        else:
-            message = f"no expected answer judged close enough: {reason}"
-        return Verdict(
-            result.passed,
-            message,
-            expected=alternatives,
-            actual=check.response.text,
-            score=result.score,
-            details=details,
-            usage=result.usage,
-        )
+        threshold = float(params.get("threshold", COMPARE_THRESHOLD))
+        containment = bool(params.get("contains", False))
+
+        async def judge(sample: int) -> Verdict:
+            result = await compare(
+                check.response.text,
+                alternatives,
+                mode=mode,
+                threshold=threshold,
+                user_input=users[-1].text if users else None,
+                judge=getattr(services, "models", None),
+                containment=containment,
+                model=params.get("model"),
+                run=run_of(check),
+                sample=sample,
+            )
+            return _verdict(result, alternatives, check.response.text)
+
+        if mode != "llm":  # the score stage decides alone, offline, when it matches (or in score mode)
+            offline = await compare(
+                check.response.text, alternatives, mode="score", threshold=threshold, containment=containment
+            )
+            if mode == "score" or offline.passed:
+                return await judge(1)
+        return await sampled(check, params, judge)
+
+
+def _verdict(result: CompareResult, alternatives: list[str], actual: str) -> Verdict:
+    if result.problem is not None:
+        return Verdict(False, result.problem, usage=result.usage, error=True)
+    details = {k: v for k, v in result.to_dict().items() if k != "usage"}
+    reason = result.reason
+    if result.passed:
+        message = f"matched by {result.decided_by}" + (f": {reason}" if reason else "")
+    elif result.decided_by == "score":
+        message = f"no expected answer matches (score mode, threshold {result.threshold:g})"
+    else:
+        message = f"no expected answer judged close enough: {reason}"
+    return Verdict(
+        result.passed,
+        message,
+        expected=alternatives,
+        actual=actual,
+        score=result.score,
+        details=details,
+        usage=result.usage,
+    )

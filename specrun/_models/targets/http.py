@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 import jmespath
 from jmespath.exceptions import JMESPathError
 
-from ..._core.data import Context, Message, Response, parse_duration, to_json
+from ..._core.data import Context, Message, Response, ToolCall, parse_duration, to_json
 from ..._core.errors import TargetError
 from ..._core.kinds import Session, Target
 from ..._core.redact import redact
@@ -98,6 +98,7 @@ class HttpTarget(Target):
 
     env_fields = ("url", "headers", "body")
     name = "http"
+    mock_tools = True  # its agent finds the case's mocked tools (docs/suite-format.md#mocked-tools)
     description = "An agent behind an HTTP endpoint: OpenAI chat-completions, or a JSON body template."
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
@@ -261,8 +262,13 @@ class HttpTarget(Target):
         if self._invalid:
             raise TargetError(f"target {self._invalid[0][0]}: {self._invalid[0][1]}")
         data = to_json(self.request_body(messages, context)).encode()
+        headers = self._headers  # a traced case's request carries its W3C trace context, a mocked one its MCP URL
+        if context.trace is not None:
+            headers = {**headers, "traceparent": context.trace.traceparent}
+        if context.mcp_url is not None:  # the MCP server of the case's mocked tools (tools:)
+            headers = {**headers, "X-Specrun-MCP-URL": context.mcp_url}
         start = time.perf_counter()
-        payload, queued = await self._post(data)
+        payload, queued = await self._post(data, headers)
         latency = (time.perf_counter() - start - queued) * 1000  # the agent's time, not the queue's
         try:
             reply = json.loads(payload)
@@ -272,11 +278,11 @@ class HttpTarget(Target):
         response.latency_ms = latency
         return response
 
-    async def _post(self, data: bytes) -> tuple[bytes, float]:
+    async def _post(self, data: bytes, headers: dict[str, str]) -> tuple[bytes, float]:
         """The reply body, and the seconds spent waiting for a slot of the endpoint's limiter."""
         import aiohttp
 
-        session, headers = self.client(), self._headers
+        session = self.client()
         # Shared by every target calling this endpoint: 429s halve the calls in flight.
         limiter = LIMITERS.get(self._endpoint, self.config.get("max_connections") or None)
         attempt, queued = 0, 0.0
@@ -307,20 +313,30 @@ class HttpTarget(Target):
             raise TargetError(
                 f"output expression {self.config['output']!r} found nothing in the reply: {excerpt(json.dumps(reply))}"
             )
-        calls = []
-        if self._tool_calls is not None:
-            found = self._tool_calls.search(reply)
-            if found is not None and not isinstance(found, list):
-                raise TargetError(
-                    f"tool_calls expression {self.config['tool_calls']!r} gave {type(found).__name__}, not a list"
-                )
-            for call in found or []:
-                if not isinstance(call, dict):
-                    raise TargetError(f"a tool call is not an object: {excerpt(json.dumps(call))}")
-                calls.append(parse_tool_call(call.get("name"), call.get("arguments"), call.get("id")))
-        return Response(content=content, tool_calls=calls, raw=reply)
+        if self._tool_calls is None:  # the reply's calls are not known: a tool assertion is an error, not a pass
+            return Response(content=content, raw=reply)
+        found = self._tool_calls.search(reply)  # nothing there: no tool was called, as in an OpenAI reply
+        if found is not None and not isinstance(found, list):
+            raise TargetError(
+                f"tool_calls expression {self.config['tool_calls']!r} gave {type(found).__name__}, not a list"
+            )
+        return Response(content=content, tool_calls=[_template_call(call) for call in found or []], raw=reply)
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def _template_call(call: Any) -> ToolCall:
+    """A ``{name, arguments, id, status, step}`` object a ``tool_calls`` expression found."""
+    if not isinstance(call, dict):
+        raise TargetError(f"a tool call is not an object: {excerpt(json.dumps(call))}")
+    found = parse_tool_call(call.get("name"), call.get("arguments"), call.get("id"))
+    status, step = call.get("status"), call.get("step")
+    if status is not None and status not in ("ok", "error"):
+        raise TargetError(f"tool call {found.name!r} has status {status!r}: a status is 'ok' or 'error'")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        raise TargetError(f"tool call {found.name!r} has step {step!r}: a step is an integer")
+    found.status, found.step = status, step
+    return found

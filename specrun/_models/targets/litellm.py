@@ -31,6 +31,7 @@ class LitellmTarget(Target):
     """A model as the agent under test, called through ``specrun._models.client`` (no cache)."""
 
     name = "litellm"
+    trace_receiver = None  # traces: otel: the model is called from this process
     env_fields = ("params",)
     description = "A model through litellm: system prompt, tools, and an optional tool loop."
     needs_model: ClassVar[bool] = True
@@ -109,10 +110,12 @@ class LitellmTarget(Target):
         usage = Usage()
         done = Response(None, [], usage)  # the turn so far: the case keeps it even if the turn fails
         try:
-            for _ in range(self.max_steps):
+            for step in range(1, self.max_steps + 1):
                 completion = await self._complete(chat, context)
                 usage.add(completion.usage)
                 done.raw = completion.raw
+                for call in completion.tool_calls:  # one model response: its calls were made in parallel
+                    call.step = step
                 if not completion.tool_calls or not impls:
                     done.tool_calls.extend(completion.tool_calls)
                     done.content = completion.text
@@ -146,16 +149,21 @@ class LitellmTarget(Target):
             raise TargetError(f"cannot send the conversation: {exc}") from None
 
     async def _run_tool(self, call: ToolCall, impls: dict[str, Callable[..., Any]]) -> Any:
-        """The tool's result; an unknown tool or a tool that raises answers the model with an error."""
+        """The tool's result; an unknown tool or a tool that raises answers the model with an error
+        (the call's ``status`` says which)."""
         func = impls.get(call.name)
+        call.status = "error"
         if func is None:
             return {"error": f"unknown tool {call.name!r} (known: {', '.join(sorted(impls))})"}
         try:
             if inspect.iscoroutinefunction(func):
-                return await func(**call.arguments)
-            return await asyncio.to_thread(func, **call.arguments)
+                result = await func(**call.arguments)
+            else:
+                result = await asyncio.to_thread(func, **call.arguments)
         except Exception as exc:
             return {"error": f"{type(exc).__name__}: {exc}"}
+        call.status = "ok"
+        return result
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -21,6 +21,7 @@ import json
 from html import escape
 from typing import IO, Any
 
+from ..rates import interval_text, pair_lines, sample_lines, summary_runs, wilson_pct
 from ..stability import CaseStats
 from ._common import (
     LABELS,
@@ -167,6 +168,11 @@ def _cards(report: Report) -> str:
         ("Pass rate", pct(s.get("overall_pass_rate")), ""),
         ("Duration", fmt_ms(s.get("duration_ms")), ""),
     ]
+    runs = summary_runs(s) if report.multi else None
+    if runs and runs[1]:  # with --runs, the interval of the rate of runs
+        cards.insert(6, ("Pass rate, 95% CI", interval_text(wilson_pct(*runs), False), ""))
+    if s.get("uncertain_cases"):
+        cards.append(("Uncertain (a judge's samples disagreed)", s["uncertain_cases"], "c-error"))
     if report.multi:
         k = s.get("runs_per_case")
         cards += [("Runs per case", k, ""), ("Stable", s.get("stable_cases"), "c-passed")]
@@ -216,13 +222,18 @@ def _charts(listed: list[CaseStats]) -> str:
     )
 
 
+def _ci(interval: Any) -> str:
+    return interval_text(interval, False) or "-"
+
+
 def _agents(report: Report) -> str:
     """Each agent's totals and the agent x case matrix (runs that tested several agents)."""
     agents, grid = report.agents, report.matrix
     if not agents or not grid:
         return ""
     head = "".join(f"<th>{e(n)}</th>" for n in grid.agents)
-    stats = [("Pass rate", "pass_rate", pct), ("Latency (mean)", "avg_duration_ms", fmt_ms), ("Cost", "cost", cost)]
+    stats = [("Pass rate", "pass_rate", pct), ("95% CI", "pass_rate_ci", _ci)]
+    stats += [("Latency (mean)", "avg_duration_ms", fmt_ms), ("Cost", "cost", cost)]
     totals = "".join(
         f"<tr><th>{e(label)}</th>" + "".join(f"<td>{e(fmt(agents[n].get(key)))}</td>" for n in grid.agents) + "</tr>"
         for label, key, fmt in stats
@@ -291,9 +302,10 @@ def _assertions(record: dict[str, Any], limit: int) -> str:
         status = str(a.get("status"))
         expected = _pre(a["expected"], limit) if "expected" in a else ""
         actual = _pre(a["actual"], limit) if "actual" in a else ""
+        samples = "".join(f'<div class="meta">{e(clip(line, limit))}</div>' for line in sample_lines(a))
         rows.append(
             f"<tr><td>{icon(status)} {e(status)}</td><td>{e(a.get('type'))}</td>"
-            f"<td>{e(clip(str(a.get('message') or ''), limit))}</td><td>{expected}</td><td>{actual}</td></tr>"
+            f"<td>{e(clip(str(a.get('message') or ''), limit))}{samples}</td><td>{expected}</td><td>{actual}</td></tr>"
         )
     table = "<table><tr><th>Status</th><th>Type</th><th>Message</th><th>Expected</th><th>Actual</th></tr>"
     open_ = any(a.get("status") != "passed" for a in items)
@@ -347,6 +359,7 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
         f'<summary><span class="icon">{icon(case.status)}</span><span class="cid">{e(report.label(case))}</span>'
         f'<span class="cname">{e(case.name or "")}</span><span>{e(LABELS[case.status])}</span>{rate}'
         + ('<span class="flaky" title="flaky in the run history">flaky</span>' if case.flaky else "")
+        + ('<span class="flaky" title="a judge\'s samples disagreed">uncertain</span>' if case.uncertain else "")
         + f"<span>{fmt_ms(case.total_ms / case.runs if case.runs else None)}</span></summary>"
     )
     parts = [f'<div class="where">{e(case.file)}:{case.line}</div>']
@@ -358,7 +371,10 @@ def _case(report: Report, case: CaseStats, index: int, limit: int) -> str:
         parts.append(_run_body(first, limit) if first else "")
     else:
         d = case.to_dict()
-        stats = [("Pass rate", pct(d["pass_rate"])), ("Consistency", d["consistency"])]
+        stats = [("Pass rate", pct(d["pass_rate"])), ("Pass rate, 95% CI", _ci(d.get("pass_rate_ci")))]
+        stats += [("Consistency", d["consistency"])]
+        if case.uncertain:
+            stats += [("Uncertain runs (a judge's samples disagreed)", str(case.uncertain))]
         stats += [("Distinct outputs", d["distinct_outputs"]), ("Classification", d["classification"])]
         stats += [("Runs (passed/failed/errors)", f"{case.runs} ({case.passed}/{case.failed}/{case.errors})")]
         stats += [("Mean", fmt_ms(d["avg_duration_ms"])), ("Min", fmt_ms(d["min_duration_ms"]))]
@@ -403,6 +419,10 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in env.items())
         out.write(f'<section id="environment"><h2>Environment</h2><table>{rows}</table></section>\n')
     listed = failures_first(report.cases)  # as the viewer lists a run: what needs a look first
+    pairs = "".join(f"<li>{e(line)}</li>" for line in pair_lines(report.summary.get("pairwise")))
+    if pairs:
+        note = "A win counts when the judge named it in both orders; otherwise a tie."
+        out.write(f'<section id="pairwise"><h2>Pairwise</h2><p class="meta">{note}</p><ul>{pairs}</ul></section>\n')
     out.write(_agents(report) + _charts(listed) + "\n")
     counts = {s: sum(c.status == s for c in report.cases) for s in LABELS}
     buttons = '<button type="button" data-filter="all" aria-pressed="true">All</button>' + "".join(

@@ -17,6 +17,7 @@ from itertools import groupby
 from typing import IO, Any
 from xml.sax.saxutils import quoteattr
 
+from ..rates import interval_text, wilson_pct
 from ..stability import CaseStats
 from ._common import (
     Report,
@@ -69,7 +70,8 @@ def _problem(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
     bad = [r for r in records if r.get("status") == case.status] or records
     if multi:
         gate = f" (gate {case.min_pass_rate:g}%)" if case.min_pass_rate is not None else ""
-        message = f"pass rate {case.pass_rate or 0:.1f}%{gate} over {case.runs} runs: {case.reason or ''}"
+        ci = interval_text(wilson_pct(case.passed, case.runs))
+        message = f"pass rate {case.pass_rate or 0:.1f}% ({ci}){gate} over {case.runs} runs: {case.reason or ''}"
     else:
         message = case.reason or case.status
     el = ET.Element(
@@ -98,6 +100,9 @@ def testcase(case: CaseStats, records: list[dict[str, Any]], multi: bool, limit:
         for key in ("runs", "consistency", "classification", "avg_duration_ms", "std_deviation_ms"):
             if d.get(key) is not None:
                 ET.SubElement(props, "property", {"name": key, "value": xml_text(d[key])})
+        if d.get("pass_rate_ci") is not None:  # its 95% Wilson interval, as "low-high" in percent
+            low, high = d["pass_rate_ci"]
+            ET.SubElement(props, "property", {"name": "pass_rate_ci", "value": f"{low:.1f}-{high:.1f}"})
     if case.name:
         ET.SubElement(props, "property", {"name": "title", "value": xml_text(case.name)})
     if case.agent:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import IO, Any
 
 from ..display import md_block, md_text
+from ..rates import interval_text, pair_lines, rate_text, sample_lines, summary_runs, wilson_pct
 from ..stability import CaseStats
 from ._common import (
     ICONS,
@@ -48,7 +49,11 @@ def summary_rows(report: Report) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [(k, md_text(v)) for k, v in report.title_fields()]
     rows += [("Total", s.get("total_cases")), ("Passed", s.get("passed")), ("Failed", s.get("failed"))]
     rows += [("Errors", s.get("errors")), ("Skipped", s.get("skipped"))]
-    rows += [("Pass Rate", pct(s.get("overall_pass_rate"))), ("Duration", fmt_ms(s.get("duration_ms")))]
+    runs = summary_runs(s) if report.multi else None  # with --runs, the rate of runs and its interval
+    rate = rate_text(*runs) if runs and runs[1] else pct(s.get("overall_pass_rate"))
+    rows += [("Pass Rate", md_text(rate)), ("Duration", fmt_ms(s.get("duration_ms")))]
+    if s.get("uncertain_cases"):
+        rows.append(("Uncertain cases (a judge's samples disagreed)", s["uncertain_cases"]))
     if report.multi:
         k = s.get("runs_per_case")
         rows += [("Runs per case", k), ("Total runs", s.get("total_runs"))]
@@ -67,15 +72,15 @@ def summary_rows(report: Report) -> list[tuple[str, Any]]:
 
 
 def _stability_table(report: Report) -> list[str]:
-    head = "| Case | Status | Pass rate | Consistency | Runs (✅/❌/⚠️) | Avg | Std dev | Class |"
-    lines = ["## Stability", "", head, "| --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
+    head = "| Case | Status | Pass rate | 95% CI | Consistency | Runs (✅/❌/⚠️) | Avg | Std dev | Class |"
+    lines = ["## Stability", "", head, "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for c in report.cases:
         d = c.to_dict()
         runs = f"{c.runs} ({c.passed}/{c.failed}/{c.errors})"
         consistency = "-" if d["consistency"] is None else f"{d['consistency']:.2f}"
         lines.append(
             f"| {md_text(c.id)} | {ICONS[c.status]} {LABELS[c.status]} | {pct(d['pass_rate'])} "
-            f"| {consistency} | {runs} | {fmt_ms(d['avg_duration_ms'])} "
+            f"| {_ci(d.get('pass_rate_ci'))} | {consistency} | {runs} | {fmt_ms(d['avg_duration_ms'])} "
             f"| {fmt_ms(d['std_deviation_ms'])} | {d['classification']} |"
         )
     return [*lines, ""]
@@ -86,12 +91,12 @@ def _agents_section(report: Report) -> list[str]:
     agents, grid = report.agents, report.matrix
     if not agents or not grid:
         return []
-    lines = ["## Agents", "", "| Agent | Cases | ✅ | ❌ | ⚠️ | Pass rate | Latency (mean) | Tokens | Cost |"]
-    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines = ["## Agents", "", "| Agent | Cases | ✅ | ❌ | ⚠️ | Pass rate | 95% CI | Latency (mean) | Tokens | Cost |"]
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, a in agents.items():
         lines.append(
             f"| {md_text(name)} | {a['cases']} | {a['passed']} | {a['failed']} | {a['errors']} | {pct(a['pass_rate'])} "
-            f"| {fmt_ms(a['avg_duration_ms'])} | {a['tokens']} | {cost(a['cost'])} |"
+            f"| {_ci(a.get('pass_rate_ci'))} | {fmt_ms(a['avg_duration_ms'])} | {a['tokens']} | {cost(a['cost'])} |"
         )
     lines += ["", "| Case | " + " | ".join(md_text(n) for n in grid.agents) + " |"]
     lines.append("| --- |" + " :---: |" * len(grid.agents))
@@ -101,11 +106,17 @@ def _agents_section(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _ci(interval: Any) -> str:
+    return md_text(interval_text(interval, False)) or "-"
+
+
 def _assertions(record: dict[str, Any], limit: int) -> list[str]:
     lines: list[str] = []
     for a in bad_assertions(record):
         verdict = "failed" if a.get("status") == "failed" else "could not decide"
-        lines += [f"- **{md_text(a.get('type', '?'))}** {verdict}: {md_text(a.get('message') or '', 500)}", ""]
+        lines += [f"- **{md_text(a.get('type', '?'))}** {verdict}: {md_text(a.get('message') or '', 500)}"]
+        lines += [f"  - {md_text(line, 300)}" for line in sample_lines(a)]
+        lines.append("")
         for key in ("expected", "actual"):
             if key in a:
                 lines += _block(f"{key.capitalize()}", a[key], limit)
@@ -152,11 +163,14 @@ def case_section(report: Report, case: CaseStats, limit: int) -> list[str]:
     name = f" · {md_text(case.name, 200)}" if case.name else ""
     title = f"### {ICONS[case.status]} {md_text(report.label(case), 200)}{name} - {LABELS[case.status]}"
     if report.multi:
-        title += f" ({pct(case.pass_rate)} of {case.runs} runs)"
+        ci = interval_text(wilson_pct(case.passed, case.runs))
+        title += f" ({pct(case.pass_rate)} of {case.runs} runs" + (f", {md_text(ci)})" if ci else ")")
     else:
         title += f" ({fmt_ms(case.total_ms)})"
     if case.flaky:
         title += " · flaky in the run history"
+    if case.uncertain:
+        title += " · uncertain: a judge's samples disagreed"
     lines = [title, "", f"{md_text(case.file)}:{case.line}", ""]
     first = records[0] if records else {}
     if first.get("input") is not None:
@@ -214,6 +228,10 @@ def write(report: Report, out: IO[str], limit: int = MAX_CHARS) -> None:
         rows = [(md_text(names.get(k, k)), md_text(v)) for k, v in env.items()]
         lines += ["## Environment", "", *_table(rows, ("Setting", "Value"))]
     lines += _agents_section(report)
+    pairs = pair_lines(report.summary.get("pairwise"))
+    if pairs:
+        lines += ["## Pairwise", "", "A win counts when the judge named it in both orders; otherwise a tie.", ""]
+        lines += [f"- {md_text(line)}" for line in pairs] + [""]
     if report.multi:
         lines += _stability_table(report)
     lines += ["## Results", ""]

@@ -1,0 +1,137 @@
+"""Per-case limits: ``limits: {tool_calls, tokens, cost, turns, seconds}`` on a case, in a
+suite's ``defaults`` or in ``specrun.yaml`` (a case's keys over the defaults' over the project's).
+
+A limit is checked as soon as what it counts is known, and exceeding one fails the case (not an
+error: the agent did too much) with a message naming the limit, the value reached and where it
+was counted. ``tool_calls`` and ``turns`` count the agent's; ``tokens`` and ``cost`` count the
+agent's usage as reported, and separately the judges' and the simulator's, each against the
+limit; ``seconds`` bounds the case's time from its first call to the agent (a dynamic case's
+simulator and checkpoints included), cutting a reply short. A case
+over a limit stops there: its assertions are not judged, a dynamic case asks for no further turn.
+A limit on what the agent did not report (its tool calls, its usage, a cost) is an ``error``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .._core.data import Response, Status, Usage
+from .._core.kinds import Check
+from .._core.results import Result
+from .._project.registry import Registry
+from .verdicts import combine, evaluate_case, judge_usage, spent_on
+
+SOURCES = ("agent", "judge", "simulator")
+_IN = " (counted in the "
+
+
+class LimitExceeded(Exception):
+    """A case went over one of its limits; the message says which, by how much, where."""
+
+
+class LimitUnknown(Exception):
+    """A limit that cannot be checked: the agent did not report what it counts (an error)."""
+
+
+def case_limits(case_limits: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, float]:
+    """The limits of a case: its own (defaults merged) over ``specrun.yaml``'s."""
+    return {**(config.get("limits") or {}), **case_limits}
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class Meter:
+    """What one case has spent so far, against its limits."""
+
+    def __init__(self, limits: Mapping[str, float]):
+        self.limits = dict(limits)
+        self.spent = {source: Usage() for source in SOURCES}
+        self.tool_calls = 0
+        self.started = time.perf_counter()
+
+    def _over(self, key: str, value: float, where: str, what: str = "") -> None:
+        limit = self.limits.get(key)
+        if limit is not None and value > limit:
+            shown = f"${value:.4g}" if key == "cost" else _number(value)
+            cap = f"${limit:g}" if key == "cost" else _number(limit)
+            raise LimitExceeded(f"limit exceeded: {key} reached {shown}{what}, over the limit of {cap}{_IN}{where})")
+
+    def spend(self, usage: Usage | None, where: str) -> None:
+        """Add ``where``'s usage (agent, judge, simulator); ``LimitExceeded`` once over,
+        ``LimitUnknown`` for a cost limit on calls whose cost was not reported."""
+        if usage is None:
+            return
+        total = self.spent[where]
+        total.add(usage)
+        self._over("tokens", total.total_tokens, where)
+        if total.cost is not None:
+            self._over("cost", total.cost, where)
+        elif "cost" in self.limits and usage.total_tokens:
+            raise LimitUnknown(f"limits.cost cannot be checked: the {where}'s usage says no cost")
+
+    def answered(self, response: Response) -> None:
+        """Count an answer of the agent's: its tool calls and its usage. A limit on what the
+        agent did not report is ``LimitUnknown``: counting it as none would fake a pass."""
+        if "tool_calls" in self.limits and not response.tools_reported:
+            raise LimitUnknown("limits.tool_calls cannot be checked: the agent did not report its tool calls")
+        self.tool_calls += len(response.tool_calls) if response.tools_reported else 0
+        self._over("tool_calls", self.tool_calls, "agent")
+        unknown = [k for k in ("tokens", "cost") if k in self.limits]
+        if unknown and response.usage is None:
+            raise LimitUnknown(f"limits.{unknown[0]} cannot be checked: the agent reported no usage")
+        self.spend(response.usage, "agent")
+
+    def turn(self, number: int) -> None:
+        """Before turn ``number`` of a dynamic case: ``LimitExceeded`` when it would be one too many."""
+        self._over("turns", number, "agent", " (the turn about to start)")
+
+    def budget(self, timeout: float) -> float:
+        """How long the agent may still take: the case's timeout, or what ``seconds`` leaves."""
+        seconds = self.limits.get("seconds")
+        if seconds is None:
+            return timeout
+        return min(timeout, max(0.0, seconds - (time.perf_counter() - self.started)))
+
+    def out_of_time(self, timeout: float, where: str = "agent") -> str | None:
+        """The failure when ``seconds``, not the case's timeout, cut the agent short."""
+        seconds = self.limits.get("seconds")
+        if seconds is None or seconds >= timeout:
+            return None
+        taken = time.perf_counter() - self.started
+        return f"limit exceeded: seconds reached {taken:.2f}, over the limit of {_number(seconds)}{_IN}{where})"
+
+
+async def judged_answer(
+    check: Check, success_states: Any, registry: Registry, timeout: float, meter: Meter, run: int
+) -> Result:
+    """A standard case's result from the agent's answer: the agent's limits first (over one, no
+    judge is asked), then the assertions, then the judges' limits."""
+    response, case = check.response, check.case
+    try:
+        meter.answered(response)
+    except (LimitExceeded, LimitUnknown) as over:
+        status: Status = "failed" if isinstance(over, LimitExceeded) else "error"
+        return Result(case, status, run=run, response=response, error=str(over), usage=response.usage)
+    verdicts = await evaluate_case(check, success_states, registry, timeout)
+    judged = judge_usage(verdicts)
+    usage = spent_on(response, judged)
+    status, error = combine(verdicts), None
+    try:
+        meter.spend(judged, "judge")
+    except LimitExceeded as over:
+        status, error = "failed", str(over)
+    except LimitUnknown as unknown:
+        status, error = "error", str(unknown)
+    return Result(
+        case,
+        status,
+        run=run,
+        response=response,
+        error=error,
+        assertions=verdicts,
+        usage=usage,
+    )
