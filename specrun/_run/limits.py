@@ -49,7 +49,7 @@ class Meter:
 
     def __init__(self, limits: Mapping[str, float]):
         self.limits = dict(limits)
-        self.spent = {source: Usage() for source in SOURCES}
+        self.spent: dict[str, Usage] = {}  # by source (SOURCES), made when it first spends
         self.tool_calls = 0
         self.started = time.perf_counter()
 
@@ -65,7 +65,7 @@ class Meter:
         ``LimitUnknown`` for a cost limit on calls whose cost was not reported."""
         if usage is None:
             return
-        total = self.spent[where]
+        total = self.spent.get(where) or self.spent.setdefault(where, Usage())
         total.add(usage)
         self._over("tokens", total.total_tokens, where)
         if total.cost is not None:
