@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._core.data import ToolCall, to_json
+from .._core.listening import Listener
 from . import NOT_MOCKED, answer
 
 if TYPE_CHECKING:
@@ -96,38 +97,35 @@ def _rejected(tool: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     return None if error is None else error.message
 
 
-class MockServer:
+class MockServer(Listener):
     """The loopback listener that serves every case's mocks (see the module docstring)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.cases: dict[str, CaseMocks] = {}
         self.port = 0
-        self.sock: socket.socket | None = None
-        self._runner: Any = None
         self._starting: asyncio.Lock | None = None
 
     async def start(self) -> None:
         """Serve the bound socket from the running event loop (once; cheap afterwards): a
         client that connected before waits in the socket's backlog until then."""
-        if self._runner is not None:
+        if self.started:
             return
         self._starting = self._starting or asyncio.Lock()
         async with self._starting:
-            if self._runner is not None:
+            if self.started:
                 return
             from aiohttp import web
 
             app = web.Application(client_max_size=MAX_BODY)
             app.router.add_route("*", "/mcp/{token}", self.handle)
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
-            await runner.setup()
-            await web.SockSite(runner, self._bind()).start()
-            self._runner = runner
+            self._bind()
+            await self.serve(app)
 
     def _bind(self) -> socket.socket:
         if self.sock is None:
-            self.sock = socket.create_server(("127.0.0.1", 0))
-            self.port = self.sock.getsockname()[1]
+            sock = self.sock = socket.create_server(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
         return self.sock
 
     def open(self, tools: list[dict[str, Any]]) -> CaseMocks:
@@ -142,12 +140,7 @@ class MockServer:
         self.cases.pop(mocks.url.rsplit("/", 1)[-1], None)
 
     async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
+        await super().close()
         self.cases.clear()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:

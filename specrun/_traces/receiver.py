@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import errno
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._core.errors import UsageError
+from .._core.listening import Listener
 from .collector import Router
 from .spans import Malformed, decode_json, decode_protobuf
 
@@ -46,13 +47,12 @@ def _status(message: str) -> bytes:
     return bytes([0x08, INVALID_ARGUMENT, 0x12]) + bytes(length) + text
 
 
-class Receiver:
+class Receiver(Listener):
     """One listening address; the spans it receives go to ``router``."""
 
     def __init__(self, host: str, port: int, router: Router):
+        super().__init__()
         self.host, self.port, self.router = host, port, router
-        self.sock: socket.socket | None = None
-        self._runner: Any = None
 
     @property
     def endpoint(self) -> str:
@@ -79,10 +79,6 @@ class Receiver:
         self.sock.setblocking(False)
         self.port = self.sock.getsockname()[1]  # port 0: the one the system chose
 
-    @property
-    def started(self) -> bool:
-        return self._runner is not None
-
     async def start(self) -> None:
         """Serve the bound socket from the running event loop."""
         from aiohttp import web
@@ -92,18 +88,7 @@ class Receiver:
         assert self.sock is not None
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post("/v1/traces", self.handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await runner.setup()
-        await web.SockSite(runner, self.sock).start()
-        self._runner = runner
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
+        await self.serve(app)
 
     async def handle(self, request: web.Request) -> web.Response:
         from aiohttp import web
