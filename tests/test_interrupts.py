@@ -141,7 +141,10 @@ def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path, function):
     project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], function)
     started = time.monotonic()
     proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
-    proc.communicate(timeout=30)
+    try:
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # a run that did hang must not outlive the test (its agent sleeps an hour)
     assert time.monotonic() - started < 15
     results = {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
     assert results["stuck"]["error"] == "timeout after 300ms"
