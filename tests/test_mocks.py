@@ -329,3 +329,18 @@ def test_mocked_tools_for_a_target_whose_agent_cannot_reach_them_are_refused(tmp
     done = run_cli(["suite.yaml"], root)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "suite.yaml:2:" in done.stderr and "the litellm target does not give its agent mocked tools" in done.stderr
+
+
+def test_an_agent_calling_in_a_loop_is_cut_at_the_bound_and_fails():
+    from specrun import Response
+    from specrun._mocks.server import MAX_CALLS, CaseMocks
+    from specrun._mocks.session import verdicts
+
+    mocks = CaseMocks({"ping": {"name": "ping", "returns": "pong"}})
+    answers = [mocks.call("ping", {"n": i}) for i in range(MAX_CALLS + 50)]
+    assert all(error is None for _, error in answers[:MAX_CALLS])  # every call up to the bound is answered
+    assert all(result is None and "the rest are refused" in error["message"] for result, error in answers[MAX_CALLS:])
+    assert len(mocks.calls) == MAX_CALLS + 1  # what the case keeps stays bounded too
+    [verdict] = verdicts(Response("done", tool_calls=mocks.calls))
+    assert verdict.status == "failed"
+    assert verdict.message == f"specrun: the case made more than {MAX_CALLS:,} tool calls; the rest are refused"

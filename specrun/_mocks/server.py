@@ -28,10 +28,19 @@ if TYPE_CHECKING:
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # the initialize handshake's
 METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR = -32601, -32602, -32600, -32700
 MAX_BODY = 4 * 1024 * 1024
+MAX_CALLS = 10_000  # tool calls one case may make: an agent calling in a loop is bounded, and fails
 
 
 class UnmockedCall(ToolCall):
     """A call the agent made that no mock of the case answers: it fails the case."""
+
+    hint = ": declare it under tools: (or a when: that matches)"
+
+
+class TooManyCalls(UnmockedCall):
+    """The call past ``MAX_CALLS``: refused, and it fails the case (the later ones are refused only)."""
+
+    hint = ""
 
 
 @dataclass
@@ -61,6 +70,11 @@ class CaseMocks:
         """A ``tools/call``'s result, or the JSON-RPC error that answers it; recorded either way."""
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return None, {"code": INVALID_PARAMS, "message": "tools/call needs a name and arguments (an object)"}
+        if len(self.calls) >= MAX_CALLS:
+            message = f"specrun: the case made more than {MAX_CALLS:,} tool calls; the rest are refused"
+            if len(self.calls) == MAX_CALLS:  # recorded once: the case fails, naming the bound
+                self.calls.append(TooManyCalls(name, arguments, message, status="error"))
+            return None, {"code": INVALID_PARAMS, "message": message}
         tool = self.tools.get(name)
         if tool is not None and (rejected := _rejected(tool, arguments)):  # as a real tool would refuse them
             message = f"arguments do not match the input_schema of {name}: {rejected}"

@@ -69,7 +69,7 @@ def verdicts(response: Response | None) -> list[Verdict]:
     if response is None:
         return []
     return [
-        Verdict.settled("tools", "failed", f"{call.result}: declare it under tools: (or a when: that matches)")
+        Verdict.settled("tools", "failed", f"{call.result}{call.hint}")
         for call in response.tool_calls
         if isinstance(call, UnmockedCall)
     ]
