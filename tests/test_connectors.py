@@ -15,6 +15,7 @@ from support.cli import run_cli
 from support.llm_server import LLMServer
 
 from specrun._run.session import RunRequest, RunSession
+from specrun._run.settings import RunOptions
 
 CASES = [
     {"id": "T1", "input": "hello"},
@@ -95,7 +96,7 @@ def test_dash_c_preloads_litellm_only_when_its_mapped_model_needs_it(
     root = make_project(tmp_path, server, CASES[:1])
     monkeypatch.chdir(root)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    session = RunSession(RunRequest(inputs=["chat/tests/inputs.jsonl"], connector=connector))
+    session = RunSession(RunRequest(inputs=["chat/tests/inputs.jsonl"], options=RunOptions(connector=connector)))
     asyncio.run(session.load())
     session.plan()
     assert session.models is not None

@@ -15,7 +15,7 @@ import gc
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,48 +32,43 @@ from .._report.github_actions import github_actions
 from .._report.outputs import check_outputs, default_stream
 from .._report.stream import ResultStream
 from .plan import Jobs, ModelUse, Plan, Planner, load_inputs
-from .runner import Runner, RunOptions
+from .runner import Runner
 from .selection import CaseFilter
-from .settings import INTERRUPT_GRACE
+from .settings import INTERRUPT_GRACE, RunOptions
 from .shard import Shard
 from .shard import select as select_shard
 
 
 @dataclass
 class RunRequest:
-    """What to run and how, as the user said it (``specrun run``'s flags, typed)."""
+    """What to run and how, as the user said it (``specrun run``'s flags, typed). ``options`` is
+    the run's one settings object: the CLI fills it from the flags, the session completes it
+    from ``specrun.yaml`` (the fields below that say "else the project's"), and the runner, the
+    executors and their workers read it as it is."""
 
     inputs: list[str]
+    options: RunOptions = field(default_factory=RunOptions)
+    # Said by the user, completed from the project: they become fields of ``options``.
+    timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
+    parallel: int | None = None  # else the project's, else as many as the executor says
+    executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
+    context_file: Path | None = None  # --ctx: merged into every case's context
+    # Which cases.
     agent: str | None = None  # -n: the agent under test
     agents: list[str] = field(default_factory=list)  # -n given more than once: every case runs against each
-    outputs: list[str] = field(default_factory=list)  # -o, in order
-    timeout: str | None = None  # as given (30s, 2m); else the project's, else the default
-    parallel: int | None = None  # else the project's, else 1
-    runs: int = 1
-    min_pass_rate: float | None = None
-    fail_fast: bool = False
-    user: str | None = None
-    team: str | None = None
-    locale: str | None = None
-    context_file: Path | None = None  # --ctx: merged into every case's context
-    before_all: str | None = None
-    after_all: str | None = None
-    connector: str | None = None
-    simulator: str | None = None
     run_filter: str | None = None  # --run: a regex on case ids and names
     tags: str | None = None  # -m: an expression on case tags (pytest's -m grammar)
     keywords: str | None = None  # -k: an expression on substrings of case ids and names
-    reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     shard: str | None = None  # --shard I/N: run only that part of the selected cases
-    executor: str | None = None  # --executor: where cases execute; else specrun.yaml's executor:, else local
+    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
+    failed_first: bool = False  # --ff: those cases first, then the others
+    # What the run writes.
+    outputs: list[str] = field(default_factory=list)  # -o, in order
+    reporter_agent: str | None = None  # -r: the agent that writes the -o reports
     saving: Path | None = None  # --save: the file that generated cases go to (not an input)
-    no_cache: bool = False
-    update_snapshots: bool = False  # rewrite each snapshot assertion's golden output with this run's
     verbose: bool = False
     history: bool = True  # --no-history: do not record this run in the project's run history
     argv: list[str] = field(default_factory=list)  # the command line, as the run history records it
-    last_failed: bool = False  # --lf: only the cases that failed or errored in their last run
-    failed_first: bool = False  # --ff: those cases first, then the others
 
 
 class RunSummary(Summary):
@@ -102,9 +97,9 @@ class RunSession:
         self.plugins = plugins or default_plugins()
         self.first = next((Path(s) for s in request.inputs if os.path.exists(s)), Path.cwd())
         self.project = project or Project.discover(self.first, self.plugins.registry)
-        self.options = _options(request, self.project.config)
+        self.options = _settle(request, self.project.config)
         self.selection = CaseFilter(request.run_filter, request.tags, request.keywords)  # bad ones: before loading
-        self.models = model_client(self.project, request.no_cache)
+        self.models = model_client(self.project, self.options.no_cache)
         executor = self.plugins.registry.get("executor", self.options.executor)
         if self.options.update_snapshots and executor.copies_project:  # said before anything runs
             raise UsageError(
@@ -123,7 +118,8 @@ class RunSession:
         select = self.selection.matches if self.selection else None
         named = request.agents or request.agent
         # planned as the loader reads each suite file (one read for both), finished by plan()
-        self._planner = Planner(self.project, self.plugins, named, select, request.connector, request.simulator)
+        options = self.options
+        self._planner = Planner(self.project, self.plugins, named, select, options.connector, options.simulator)
         self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
 
     @property
@@ -181,14 +177,15 @@ class RunSession:
             plan.pairs, partition = select_shard(plan.pairs, self.shard, self.project.root, self._durations)
             self._shard_info = partition.info(selected)
         agents = plan.pairs.used_agents()
-        if req.connector and not any(self.project.takes_model(agent) for agent in agents):
+        if self.options.connector and not any(self.project.takes_model(agent) for agent in agents):
             kinds = ", ".join(sorted({f"{a.id} ({a.target.get('type')})" for a in agents}))
             raise UsageError(
-                f"-c {req.connector}: no agent in this run has a model to replace (-c sets the model of"
+                f"-c {self.options.connector}: no agent in this run has a model to replace (-c sets the model of"
                 f" model-backed targets such as litellm; the agents here: {kinds})"
             )
         jobs = plan.jobs(1)
-        for flag, kind, ref in (("--before", "BeforeAll", req.before_all), ("--after", "AfterAll", req.after_all)):
+        hooks = (("--before", "BeforeAll", self.options.before_all), ("--after", "AfterAll", self.options.after_all))
+        for flag, kind, ref in hooks:
             if ref:
                 from .case_hooks import load_hook
 
@@ -209,8 +206,8 @@ class RunSession:
         the direct route reaches does not import litellm (seconds) for nothing."""
         assert self._plan is not None, "plan() first"
         uses = self._plan.model_uses(self.plugins.registry)
-        if self.request.connector:  # a target's use has the target's params; a judge's, None
-            model = self.project.connector_model(self.request.connector)
+        if self.options.connector:  # a target's use has the target's params; a judge's, None
+            model = self.project.connector_model(self.options.connector)
             uses += [(model, params) for _, params in uses if params is not None]
         return uses
 
@@ -231,7 +228,7 @@ class RunSession:
         info = RunInfo(
             agent_id=", ".join(plan.agent_ids),
             agents=plan.agent_ids,
-            connector=req.connector,
+            connector=self.options.connector,
             inputs=req.inputs,
             total_cases=len(plan.pairs),
             runs=self.options.runs,
@@ -297,7 +294,7 @@ class RunSession:
 
         history = History.open(self.project.root, self.project.config, create=True)
         own = [suite.path for suite in plan.suites] + [stream] + [Path(o) for o in self.outputs]
-        revisions = agent_revisions(plan.pairs.used_agents(), self.request.connector, own)  # once per agent
+        revisions = agent_revisions(plan.pairs.used_agents(), self.options.connector, own)  # once per agent
         mark_flaky(history, jobs, self.project.root, revisions)
         if self.shard is not None:  # a part of a run is not recorded: every shard then balances by the same durations
             history.close()
@@ -355,7 +352,8 @@ def _agent_path(plan: Plan) -> str | None:
     return folders.pop() if len(folders) == 1 else None
 
 
-def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
+def _settle(request: RunRequest, config: dict[str, Any]) -> RunOptions:
+    """The request's options, completed from ``specrun.yaml`` (``config``) where the user said nothing."""
     try:
         timeout = parse_duration(request.timeout or config.get("timeout") or DEFAULT_TIMEOUT)
     except ValueError as exc:
@@ -364,24 +362,13 @@ def _options(request: RunRequest, config: dict[str, Any]) -> RunOptions:
         raise UsageError(f"--timeout: a timeout must be more than 0, not {request.timeout!r}")
     context = _read_context(request.context_file)
     executor, executor_options = _executor(request, config)
-    return RunOptions(
+    return replace(
+        request.options,
         parallel=request.parallel or config.get("parallel") or 0,  # 0: as many as the executor says
         timeout=timeout,
         interrupt_grace=parse_duration(config.get("interrupt_grace") or INTERRUPT_GRACE),  # checked by the schema
-        runs=request.runs,
-        fail_fast=request.fail_fast,
-        user=request.user,
-        team=request.team,
-        locale=request.locale,
         environment=_environment_of(context, request.context_file),
         extra_context=context,
-        before_all=request.before_all,
-        after_all=request.after_all,
-        connector=request.connector,
-        simulator=request.simulator,
-        min_pass_rate=request.min_pass_rate,
-        update_snapshots=request.update_snapshots,
-        no_cache=request.no_cache,
         executor=executor,
         executor_options=executor_options,
     )

@@ -1,4 +1,5 @@
-"""How a run runs: the options the runner takes from the CLI flags and ``specrun.yaml``."""
+"""How a run runs: the one settings object (``RunOptions``) the CLI fills from its flags, the
+session completes from ``specrun.yaml``, and the runner, the executors and their workers read."""
 
 from __future__ import annotations
 

@@ -61,8 +61,9 @@ def command(
 async def _calibrate(suites: list[str], labels_file: Path | None, no_cache: bool) -> dict[str, Any]:
     from .._judges.calibration import judge_labels, judged_assertions, read_labels, report
     from .._run.session import RunRequest, RunSession
+    from .._run.settings import RunOptions
 
-    session = RunSession(RunRequest(inputs=suites, no_cache=no_cache, history=False))
+    session = RunSession(RunRequest(inputs=suites, options=RunOptions(no_cache=no_cache), history=False))
     try:
         registry, config = session.plugins.registry, session.project.config
         loaded = await session.load()

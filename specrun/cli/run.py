@@ -104,39 +104,43 @@ def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> No
 
 async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from .._run.session import RunRequest, RunSession
+    from .._run.settings import RunOptions
 
-    request = RunRequest(
-        inputs=specs,
-        agent=flags["names"][0] if flags["names"] else None,
-        agents=list(flags["names"]),
-        outputs=list(flags["outputs"]),
-        timeout=flags["timeout"],
-        parallel=flags["parallel"],
+    options = RunOptions(
         runs=flags["runs"],
         min_pass_rate=flags["min_pass_rate"],
         fail_fast=flags["fail_fast"],
         user=flags["user"],
         team=flags["team"],
         locale=flags["locale"],
-        context_file=flags["ctx_file"],
         before_all=flags["before_all"],
         after_all=flags["after_all"],
         connector=flags["connector"],
         simulator=flags["simulator"],
+        no_cache=flags["no_cache"],
+        update_snapshots=flags["update_snapshots"],
+    )
+    request = RunRequest(
+        inputs=specs,
+        options=options,
+        timeout=flags["timeout"],
+        parallel=flags["parallel"],
+        executor=flags["executor"],
+        context_file=flags["ctx_file"],
+        agent=flags["names"][0] if flags["names"] else None,
+        agents=list(flags["names"]),
         run_filter=flags["run_filter"],
         tags=flags["tags"],
         keywords=flags["keywords"],
-        reporter_agent=flags["reporter"],
         shard=flags["shard"],
-        executor=flags["executor"],
+        last_failed=flags["last_failed"],
+        failed_first=flags["failed_first"],
+        outputs=list(flags["outputs"]),
+        reporter_agent=flags["reporter"],
         saving=flags["save"],
-        no_cache=flags["no_cache"],
-        update_snapshots=flags["update_snapshots"],
         verbose=flags["verbose"],
         history=not flags["no_history"],
         argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
-        last_failed=flags["last_failed"],
-        failed_first=flags["failed_first"],
     )
     session = RunSession(request)
     _check_reporter(session.project, flags)
@@ -153,7 +157,7 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     for note in session.notes:
         click.echo(note, err=True)
     if flags["dry_run"]:
-        _show_plan(plan, request.runs, flags["save"], session.plugins.registry)
+        _show_plan(plan, options.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
     if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
