@@ -206,7 +206,7 @@ async def label_in_viewer(root: Path, choices: dict[str, str], origin: str | Non
 def kept_labels(root: Path) -> list[dict]:
     history = History.open(root, {})
     try:
-        return history.labels()
+        return list(history.labels())
     finally:
         history.close()
 
@@ -260,3 +260,40 @@ def test_a_label_may_give_the_conversation_its_output_answers_and_who_wrote_it(t
     assert conversation == [{"role": "user", "content": "And of Italy?"}]  # not the case's own input
     (disagreement,) = json.loads(proc.stdout)["disagreements"]
     assert disagreement["agent"] == "bot-v2" and disagreement["judge"] == "failed"
+
+
+def test_a_bad_line_deep_in_a_long_labels_file_stops_it_before_any_judge_call(tmp_path, server):
+    good = json.dumps({"case": "capital", "output": "Paris GOOD", "human": "pass"})
+    lines = [good] * 6000
+    lines[4999] = json.dumps({"case": "capital", "output": "Paris", "human": "maybe"})
+    project(tmp_path, lines)
+    server.requests.clear()
+    proc = calibrate(tmp_path, server)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert 'labels.jsonl:5000:1: `human` must be "pass" or "fail", not "maybe"' in proc.stderr
+    assert proc.stderr.count("labels.jsonl:") == 1 and not server.requests  # every line checked first
+
+
+def test_labels_are_read_line_by_line_and_only_json_line_ends_split_them(tmp_path):
+    """Memory stays flat in the file's size (tracemalloc's peak while both passes read 10 MB),
+    and an output may hold U+2028 and U+0085 as they are: JSON Lines end at \\n only."""
+    import tracemalloc
+
+    from specrun._core.data import Assertion, Case, Location
+    from specrun._judges.calibration import read_labels
+
+    case = Case("capital", Location("suite.yaml"), assertions=[Assertion("llm")])
+    path = tmp_path / "labels.jsonl"
+    odd = {"case": "capital", "output": "Paris\u2028GOOD\x85", "human": "pass"}
+    line = json.dumps({"case": "capital", "output": "x" * 32000, "human": "fail"})
+    path.write_text(json.dumps(odd, ensure_ascii=False) + "\n" + "\n".join([line] * 300) + "\n", encoding="utf-8")
+    tracemalloc.start()
+    try:
+        labels = read_labels(path, {"capital": case}, {"capital": [("llm #1", case.assertions[0])]})
+        first = next(labels)
+        assert sum(1 for _ in labels) == 300
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < path.stat().st_size / 20, f"peak {peak:,} bytes reading {path.stat().st_size:,}"
+    assert (first.output, first.where) == ("Paris\u2028GOOD\x85", f"{path}:1")

@@ -218,17 +218,19 @@ class History:
             raise HistoryError(f"cannot read the run history {self.path}: {exc}{_MOVE}") from None
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        return list(self._each(sql, params))
+
+    def _each(self, sql: str, params: Iterable[Any] = ()) -> Iterator[dict[str, Any]]:
+        """The rows of ``sql`` one at a time, from its cursor: memory holds one row, not the result."""
         cursor = self._query(sql, params)
         names = [d[0] for d in cursor.description]
-        rows = []
         for values in cursor:
             row = dict(zip(names, values, strict=True))
             for column in _JSON_COLUMNS:
                 if isinstance(row.get(column), str):
                     with contextlib.suppress(ValueError):  # written by hand: left as text
                         row[column] = json.loads(row[column])
-            rows.append(row)
-        return rows
+            yield row
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -296,9 +298,10 @@ class History:
         columns, marks = ", ".join(row), ", ".join("?" * len(row))
         self._transaction((f"INSERT OR REPLACE INTO labels({columns}) VALUES ({marks})", list(row.values())))
 
-    def labels(self) -> list[dict[str, Any]]:
-        """Every label, oldest first."""
-        return self._rows("SELECT * FROM labels ORDER BY labelled_at, rowid")
+    def labels(self) -> Iterator[dict[str, Any]]:
+        """Every label, oldest first, read from the cursor as it is iterated (calibrate judges
+        them as they come; in WAL mode the open read blocks no writer)."""
+        return self._each("SELECT * FROM labels ORDER BY labelled_at, rowid")
 
     # -- cases across runs -----------------------------------------------------------------------
 

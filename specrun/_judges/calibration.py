@@ -5,6 +5,8 @@ line (optionally ``input``, the conversation the output answers when it is not t
 and ``agent``, who wrote it). Each output is judged by its case's model-backed assertions (those
 whose type ``uses_model``), exactly as a run judges an agent's answer, with no agent called;
 each (output, assertion) verdict is one pair against the label (:mod:`specrun._judges.agreement`).
+Labels are read and judged as they come and only their numbers are kept (:class:`Tally`), so
+that memory stays flat however long the file or the history is.
 
 Labels also come from the run history: a person marks a judged result in the viewer "I agree"
 or "I disagree" (``specrun.viewer.app``), which labels that output for that one assertion
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +27,14 @@ from .._core.data import Assertion, Case, Message, Response
 from .._core.errors import Problem, SuiteError
 from .._core.kinds import Check
 from .._core.results import Verdict
+from .._load.documents import PastLimit, load_json
+from .._load.jsonl import jsonl_file_lines
 from .._run.verdicts import evaluate_all
 from .agreement import Confusion
 
 EXCERPT = 200  # characters of an output a disagreement shows
+MAX_LISTED = 1000  # bad lines of a labels file listed (the rest are counted)
+WINDOW = 2  # labels held per label judged at once: the next are ready when one is done
 
 
 @dataclass
@@ -65,34 +72,67 @@ def judged_assertions(case: Case, registry: Any, config: dict[str, Any]) -> list
     ]
 
 
-def read_labels(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> list[Label]:
-    """Every label of ``path``; a ``SuiteError`` lists each bad line (file:line and what is wrong):
-    not a JSON object, a missing or mistyped field, an unknown case (None in ``cases``: an id
-    that several suites use), a case with nothing to judge."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte order mark (Windows editors) is no mistake
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError([Problem(str(path), 1, 1, f"cannot read the labels file: {exc}")]) from None
-    labels, problems = [], []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            labels.append(_label(line, f"{path}:{number}", cases, judged))
-        except ValueError as exc:
-            problems.append(Problem(str(path), number, 1, str(exc)))
-    if not labels and not problems:
+def read_labels(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Iterator[Label]:
+    """The labels of ``path``, read line by line, so that memory holds a line, not the file.
+
+    A first pass reads the whole file before any label is judged: a ``SuiteError`` lists each bad
+    line (file:line and what is wrong; the first ``MAX_LISTED``, then how many more): not a JSON
+    object, a missing or mistyped field, an unknown case (None in ``cases``: an id that several
+    suites use), a case with nothing to judge. The labels then come from a second pass.
+    """
+    problems: list[Problem] = []
+    count = unlisted = 0
+    first_unlisted = None
+    for item in _read(path, cases, judged):
+        if isinstance(item, Label):
+            count += 1
+        elif len(problems) < MAX_LISTED:
+            problems.append(item)
+        else:  # counted, not kept: a file of bad lines is bounded too
+            unlisted += 1
+            first_unlisted = first_unlisted or item
+    if first_unlisted is not None:
+        more = f"; this and {unlisted - 1:,} more bad line(s) after it are not listed"
+        problems.append(replace(first_unlisted, message=first_unlisted.message + more))
+    if not count and not problems:
         problems.append(Problem(str(path), 1, 1, "no labels: each line is {case, output, human}"))
     if problems:
         raise SuiteError(problems)
-    return labels
+    return _checked(path, cases, judged)
 
 
-def _label(line: str, where: str, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Label:
+def _checked(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Iterator[Label]:
+    for item in _read(path, cases, judged):
+        if not isinstance(item, Label):  # the file changed after it was checked
+            raise SuiteError([item])
+        yield item
+
+
+def _read(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Iterator[Label | Problem]:
+    """Each line's label, or the problem with it."""
     try:
-        data = json.loads(line)
+        for number, line in jsonl_file_lines(path):
+            if not line.strip():
+                continue
+            try:
+                yield _label(line, f"{path}:{number}", cases, judged)
+            except ValueError as exc:
+                yield Problem(str(path), number, 1, str(exc))
+    except OSError as exc:
+        yield Problem(str(path), 1, 1, f"cannot read the labels file: {exc}")
+
+
+def _label(line: bytes, where: str, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Label:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8: {exc}") from None
+    try:
+        data = load_json(text)
     except ValueError as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    except PastLimit as exc:
+        raise ValueError(str(exc)) from None
     if not isinstance(data, dict):
         raise ValueError('expected a JSON object {"case": ..., "output": ..., "human": "pass" or "fail"}')
     for name in ("case", "output", "human"):
@@ -119,16 +159,15 @@ def _label(line: str, where: str, cases: Mapping[str, Case | None], judged: Mapp
 
 def history_labels(
     rows: Iterable[Mapping[str, Any]], cases: Mapping[tuple[str, str], Case], judged: Mapping[str, list[Any]]
-) -> tuple[list[Label], int]:
+) -> Iterator[Label | None]:
     """The history's labels (rows of its ``labels`` table) of the ``cases`` given by (suite key,
-    case id), each for the one assertion it was given on; and how many were left out: of
-    another suite, a case gone, or an assertion that is no longer a model-backed one there."""
-    labels, left_out = [], 0
+    case id), each for the one assertion it was given on, one row at a time; None for a row left
+    out: of another suite, a case gone, or an assertion that is no longer a model-backed one there."""
     for row in rows:
         case = cases.get((str(row.get("suite")), str(row.get("case_id"))))
         place = row.get("assertion")
         if case is None or not any(name.endswith(f" #{place}") for name, _ in judged.get(case.id, [])):
-            left_out += 1
+            yield None
             continue
         try:  # the conversation as recorded; one with attachments is judged as the case asks it
             messages = _messages(row.get("input"))
@@ -136,8 +175,7 @@ def history_labels(
             messages = case.input
         where = f"run {row.get('run_id')} #{row.get('run_index')}"
         human, agent = row.get("human") == "pass", str(row.get("agent") or "") or None
-        labels.append(Label(case, str(row.get("output") or ""), human, where, messages, agent, place))
-    return labels, left_out
+        yield Label(case, str(row.get("output") or ""), human, where, messages, agent, place)
 
 
 def _messages(value: Any) -> list[Message]:
@@ -152,12 +190,14 @@ def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("role"), str) and isinstance(value.get("content"), str)
 
 
-async def judge_labels(labels: list[Label], runner: Any, registry: Any, parallel: int) -> list[Pair]:
+async def judge_labels(labels: Iterable[Label], runner: Any, registry: Any, parallel: int) -> AsyncIterator[Pair]:
     """Every label judged by its case's model-backed assertions, ``parallel`` labels at a time,
     each assertion within the case timeout, as a run would (``runner``: the run's context and
-    services)."""
+    services). The pairs come in the labels' order; ``labels`` is read on as the oldest label is
+    done, so that at most ``WINDOW`` times ``parallel`` labels are held at once."""
     config = runner.project.config
-    gate = asyncio.Semaphore(max(1, parallel))
+    parallel = max(1, parallel)
+    gate = asyncio.Semaphore(parallel)
 
     async def one(label: Label) -> list[Pair]:
         named = judged_assertions(label.case, registry, config)
@@ -175,38 +215,59 @@ async def judge_labels(labels: list[Label], runner: Any, registry: Any, parallel
             results = await evaluate_all([a for _, a in named], check, registry, timeout)
         return [Pair(label, name, result) for (name, _), result in zip(named, results, strict=True)]
 
-    judged = await asyncio.gather(*(one(label) for label in labels))
-    return [pair for pairs in judged for pair in pairs]
+    window: deque[asyncio.Task[list[Pair]]] = deque()
+    try:
+        for label in labels:
+            window.append(asyncio.ensure_future(one(label)))
+            if len(window) >= WINDOW * parallel:
+                for pair in await window.popleft():
+                    yield pair
+        while window:
+            for pair in await window.popleft():
+                yield pair
+    finally:  # stopped early (a bad line read late, an interrupt): the labels in flight are dropped
+        for task in window:
+            task.cancel()
+        await asyncio.gather(*window, return_exceptions=True)
 
 
-def report(pairs: Iterable[Pair], labels_from: str) -> dict[str, Any]:
-    """Overall numbers at the top level, then per case, per assertion, the disagreements and the
-    verdicts that could not be reached (``errors``)."""
-    overall = Confusion()
-    cases: dict[str, Confusion] = {}
-    assertions: dict[tuple[str, str], Confusion] = {}
-    disagreements: list[dict[str, Any]] = []
-    errors: list[dict[str, Any]] = []
-    for pair in pairs:
+class Tally:
+    """The numbers of the pairs added so far: overall, per case and per assertion, and the
+    disagreements and the verdicts that could not be reached (an excerpt of each output is kept,
+    never the pair)."""
+
+    def __init__(self) -> None:
+        self.overall = Confusion()
+        self.cases: dict[str, Confusion] = {}
+        self.assertions: dict[tuple[str, str], Confusion] = {}
+        self.disagreements: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []
+
+    def add(self, pair: Pair) -> None:
+        """Count one pair."""
         case_id = pair.label.case.id
         for confusion in (
-            overall,
-            cases.setdefault(case_id, Confusion()),
-            assertions.setdefault((case_id, pair.assertion), Confusion()),
+            self.overall,
+            self.cases.setdefault(case_id, Confusion()),
+            self.assertions.setdefault((case_id, pair.assertion), Confusion()),
         ):
             confusion.add(pair.label.human_passed, pair.judge_passed)
         if pair.judge_passed is None:
-            errors.append(_entry(pair))
+            self.errors.append(_entry(pair))
         elif pair.judge_passed != pair.label.human_passed:
-            disagreements.append(_entry(pair))
-    return {
-        **overall.to_dict(),
-        "labels": labels_from,
-        "cases": [{"case": c, **m.to_dict()} for c, m in cases.items()],
-        "assertions": [{"case": c, "assertion": a, **m.to_dict()} for (c, a), m in assertions.items()],
-        "disagreements": disagreements,
-        "errors": errors,
-    }
+            self.disagreements.append(_entry(pair))
+
+    def report(self, labels_from: str) -> dict[str, Any]:
+        """Overall numbers at the top level, then per case, per assertion, the disagreements and
+        the verdicts that could not be reached (``errors``)."""
+        return {
+            **self.overall.to_dict(),
+            "labels": labels_from,
+            "cases": [{"case": c, **m.to_dict()} for c, m in self.cases.items()],
+            "assertions": [{"case": c, "assertion": a, **m.to_dict()} for (c, a), m in self.assertions.items()],
+            "disagreements": self.disagreements,
+            "errors": self.errors,
+        }
 
 
 def _entry(pair: Pair) -> dict[str, Any]:

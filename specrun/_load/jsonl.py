@@ -10,9 +10,11 @@ bracket so that its inner lines are not reported as more broken values.
 from __future__ import annotations
 
 import bisect
+import codecs
 import itertools
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from .._core.errors import Problem
@@ -38,6 +40,18 @@ def jsonl_lines(text: str) -> list[str]:
     JSON string may hold as they are.
     """
     return text.split("\n")
+
+
+def jsonl_file_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    r"""The lines of a JSONL file with their 1-based numbers, read one at a time: memory holds the
+    longest line, not the file. Split as :func:`jsonl_lines` splits a text, at ``\n`` only; a
+    UTF-8 byte order mark at the start (Windows editors write one) is dropped. The lines are not
+    decoded, so that one that is not UTF-8 is the caller's problem on its line and the lines after
+    it are read on. ``OSError`` when the file cannot be read.
+    """
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            yield number, (line.removeprefix(codecs.BOM_UTF8) if number == 1 else line).removesuffix(b"\n")
 
 
 def parse_jsonl(path: Path, display: str, text: str) -> Document:

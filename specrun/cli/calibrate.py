@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -59,34 +60,39 @@ def command(
 
 
 async def _calibrate(suites: list[str], labels_file: Path | None, no_cache: bool) -> dict[str, Any]:
-    from .._judges.calibration import judge_labels, judged_assertions, read_labels, report
+    from .._judges.calibration import Tally, judge_labels, judged_assertions, read_labels
     from .._run.session import RunRequest, RunSession
     from .._run.settings import RunOptions
 
     session = RunSession(RunRequest(inputs=suites, options=RunOptions(no_cache=no_cache), history=False))
+    tally = Tally()
     try:
-        registry, config = session.plugins.registry, session.project.config
-        loaded = await session.load()
-        every = [case for suite in loaded for case in suite.cases]
-        cases = {case.id: case for case in every}
-        judged = {case_id: judged_assertions(case, registry, config) for case_id, case in cases.items()}
-        twice = {case_id for case_id, count in Counter(c.id for c in every).items() if count > 1}
-        if labels_file is not None:
-            named = {case_id: None if case_id in twice else case for case_id, case in cases.items()}
-            labels, source = read_labels(labels_file, named, judged), str(labels_file)
-        else:
-            labels, source = _history_labels(session, loaded, judged), "the run history"
-        if session.models is not None:  # litellm's import, if a judge needs it, off the clock
-            session.models.preload([(a.params.get("model"), None) for named in judged.values() for _, a in named])
-            await session.models.ready()
-        pairs = await judge_labels(labels, session.runner, registry, session.options.parallel)
+        with contextlib.ExitStack() as stack:
+            registry, config = session.plugins.registry, session.project.config
+            loaded = await session.load()
+            every = [case for suite in loaded for case in suite.cases]
+            cases = {case.id: case for case in every}
+            judged = {case_id: judged_assertions(case, registry, config) for case_id, case in cases.items()}
+            twice = {case_id for case_id, count in Counter(c.id for c in every).items() if count > 1}
+            if labels_file is not None:  # every line checked here; read again as they are judged
+                named = {case_id: None if case_id in twice else case for case_id, case in cases.items()}
+                labels, source = read_labels(labels_file, named, judged), str(labels_file)
+            else:
+                labels, source = _history_labels(session, loaded, judged, stack), "the run history"
+            if session.models is not None:  # litellm's import, if a judge needs it, off the clock
+                session.models.preload([(a.params.get("model"), None) for named in judged.values() for _, a in named])
+                await session.models.ready()
+            async for pair in judge_labels(labels, session.runner, registry, session.options.parallel):
+                tally.add(pair)
     finally:
         await session.aclose()
-    return report(pairs, source)
+    return tally.report(source)
 
 
-def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any]) -> list[Any]:
-    """The labels given in the viewer to the cases of ``suites``; a UsageError when there are none."""
+def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any], stack: contextlib.ExitStack) -> Any:
+    """The labels given in the viewer to the cases of ``suites``, read from the history (kept
+    open on ``stack``) as they are judged, after a first pass has counted them; a UsageError
+    when there are none."""
     from .._core.errors import UsageError
     from .._history.store import History, suite_key
     from .._judges.calibration import history_labels
@@ -94,11 +100,12 @@ def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any]) -> 
     root = session.project.root
     cases = {(suite_key(s.path, root), c.id): c for s in suites for c in s.cases}
     history = History.open(root, session.project.config)  # a HistoryError says why not (off, missing)
-    try:
-        labels, left_out = history_labels(history.labels(), cases, judged)
-    finally:
-        history.close()
-    if not labels:
+    stack.callback(history.close)
+    kept = left_out = 0
+    for label in history_labels(history.labels(), cases, judged):
+        kept += label is not None
+        left_out += label is None
+    if not kept:
         other = f" ({left_out} of other cases or assertions)" if left_out else ""
         raise UsageError(
             f"no labels for these suites in the run history{other}: mark judged results"
@@ -106,7 +113,7 @@ def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any]) -> 
         )
     if left_out:
         click.echo(f"{left_out} label(s) of the history are of other suites, cases or assertions: left out", err=True)
-    return labels
+    return (label for label in history_labels(history.labels(), cases, judged) if label is not None)
 
 
 def _rate(value: float | None) -> str:
