@@ -264,7 +264,7 @@ def test_a_label_may_give_the_conversation_its_output_answers_and_who_wrote_it(t
 
 def test_a_bad_line_deep_in_a_long_labels_file_stops_it_before_any_judge_call(tmp_path, server):
     good = json.dumps({"case": "capital", "output": "Paris GOOD", "human": "pass"})
-    lines = [good] * 6000
+    lines = [good] * 5000
     lines[4999] = json.dumps({"case": "capital", "output": "Paris", "human": "maybe"})
     project(tmp_path, lines)
     server.requests.clear()

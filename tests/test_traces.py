@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import select
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -381,3 +386,64 @@ def test_waiting_for_late_spans_never_times_a_case_out(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     result = results(tmp_path / "out.jsonl")["a"]
     assert result["duration_ms"] >= 200 and "within 0.2s of the reply" in result["warnings"][0]
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "traces"
+
+
+def run_example(name: str, tmp_path: Path, **replace: str) -> dict[str, dict[str, Any]]:
+    """Run a copy of ``examples/traces/NAME`` (its agent.yaml edited by ``replace``) as a user
+    would, from its folder: it fails only its case failing on purpose. Its results."""
+    shutil.copytree(EXAMPLES / name, tmp_path / name)
+    agent = tmp_path / name / "agent.yaml"
+    text = agent.read_text()
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    agent.write_text(text)
+    done = run_cli([".", "-o", str(tmp_path / "out.jsonl")], tmp_path / name)
+    assert done.returncode == 1, done.stdout + done.stderr
+    return results(tmp_path / "out.jsonl")
+
+
+def test_the_process_example_reads_its_tool_calls_from_the_spans_it_exports(tmp_path: Path) -> None:
+    got = run_example("process", tmp_path)
+    statuses = {case: got[case]["status"] for case in ("paris", "small-talk", "fails-on-purpose")}
+    assert statuses == {"paris": "passed", "small-talk": "passed", "fails-on-purpose": "failed"}
+    # the agent prints text only: its calls are those of its OpenInference TOOL spans, over OTLP
+    assert [(c["name"], c["arguments"], c["result"]) for c in got["paris"]["tool_calls"]] == [
+        ("get_weather", {"city": "paris"}, "sunny")
+    ]
+    assert got["small-talk"]["trace"]["spans"] and not got["small-talk"].get("tool_calls")
+    (failed,) = [a for a in got["fails-on-purpose"]["assertions"] if a["status"] == "failed"]
+    assert 'calls: get_weather({"city": "oslo"})' in failed["message"]
+
+
+def test_the_http_example_reads_its_tool_calls_from_the_spans_it_exports(tmp_path: Path) -> None:
+    port, receiver = free_port(), free_port()  # not the example's fixed ports: others may hold them
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver}"}
+    server = subprocess.Popen(
+        [sys.executable, "-u", str(EXAMPLES / "http" / "server.py"), str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None and select.select([server.stdout], [], [], 15)[0], "the server said nothing"
+        assert f":{port}" in server.stdout.readline()  # aiohttp's "Running on http://127.0.0.1:PORT"
+        got = run_example(
+            "http",
+            tmp_path,
+            **{"8765": str(port), "traces: otel": f"traces: {{type: otel, receiver: '127.0.0.1:{receiver}'}}"},
+        )
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+    statuses = {case: got[case]["status"] for case in ("oslo", "small-talk", "fails-on-purpose")}
+    assert statuses == {"oslo": "passed", "small-talk": "passed", "fails-on-purpose": "failed"}
+    # the server answers with text only: its calls are those of its GenAI execute_tool spans
+    assert [(c["name"], c["arguments"]) for c in got["oslo"]["tool_calls"]] == [("search_flights", {"to": "oslo"})]
+    assert got["small-talk"]["trace"]["spans"] and not got["small-talk"].get("tool_calls")
+    (failed,) = [a for a in got["fails-on-purpose"]["assertions"] if a["status"] == "failed"]
+    assert 'calls: search_flights({"to": "rome"})' in failed["message"]

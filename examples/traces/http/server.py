@@ -6,9 +6,12 @@ rule, so that the example runs offline.) Run it, then the suite::
 
     python examples/traces/http/server.py &
     specrun examples/traces/http/
+
+(``server.py PORT`` listens on another port than 8765; point ``agent.yaml``'s target at it.)
 """
 
 import json
+import sys
 
 from aiohttp import web
 from opentelemetry import trace
@@ -56,4 +59,4 @@ app = web.Application()
 app.router.add_post("/v1/chat/completions", chat)
 
 if __name__ == "__main__":
-    web.run_app(app, host="127.0.0.1", port=8765, print=None)
+    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]) if len(sys.argv) > 1 else 8765)  # says where
