@@ -302,7 +302,7 @@ def test_an_alternating_agent_is_flaky_and_the_next_run_says_so(tmp_path):
         run_cli(["suite.jsonl", "-o", f"run{n}.jsonl"], root)
     assert [statuses(root / f"run{n}.jsonl")["coin"] for n in range(3)] == ["passed", "failed", "passed"]
     [flaky] = history(root).flaky()
-    assert (flaky.key.case_id, flaky.passed, flaky.failed, flaky.flips, flaky.last) == ("coin", 2, 1, 2, "passed")
+    assert (flaky.key.id, flaky.passed, flaky.failed, flaky.flips, flaky.last) == ("coin", 2, 1, 2, "passed")
     reports = ["-o", "marked.jsonl", "-o", "marked.md", "-o", "marked.html", "-o", "marked.json", "-o", "marked.xml"]
     done = run_cli(["suite.jsonl", *reports], root)
     records = {r.get("id"): r for r in map(json.loads, (root / "marked.jsonl").read_text().splitlines())}
@@ -331,7 +331,7 @@ def test_an_edited_case_starts_afresh_in_the_marks_of_the_next_run_too(tmp_path)
     root = project(tmp_path, [case("coin", "toss", "yes")], function="flip")
     for _ in range(2):
         run_cli(["suite.jsonl"], root)
-    assert [f.key.case_id for f in history(root).flaky()] == ["coin"]
+    assert [f.key.id for f in history(root).flaky()] == ["coin"]
     project(tmp_path, [case("coin", "toss again", "yes")], function="flip")
     done = run_cli(["suite.jsonl", "-o", "edited.jsonl"], root)
     assert "[flaky]" not in done.stdout and "Flaky:" not in done.stdout
@@ -411,7 +411,7 @@ def test_a_history_written_before_revisions_opens_and_its_old_results_are_kept(t
     assert timeline == [("passed", False), ("failed", True)]
     assert store.flaky() == [] and store.last_failed(["suite.jsonl"]) == set()
     run_cli(["suite.jsonl"], root)  # fails (count 1), at the revision of the run before
-    assert [f.key.case_id for f in history(root).flaky()] == ["coin"]
+    assert [f.key.id for f in history(root).flaky()] == ["coin"]
 
 
 def test_a_result_judged_from_the_model_cache_says_so(tmp_path):

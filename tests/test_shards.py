@@ -11,6 +11,7 @@ import pytest
 from support.cli import run_cli
 
 from specrun._core.errors import UsageError
+from specrun._core.identity import CaseKey
 from specrun._run.shard import Shard, partition
 
 AGENT = """
@@ -116,8 +117,8 @@ def test_parse():
         Shard.parse("5/4")
 
 
-def keys(n: int) -> list[tuple[str, str, str]]:
-    return [("suite.yaml", f"case{i}", "agent") for i in range(n)]
+def keys(n: int) -> list[CaseKey]:
+    return [CaseKey("suite.yaml", f"case{i}", "agent") for i in range(n)]
 
 
 def test_durations_balance_the_shards_longest_first():

@@ -95,24 +95,18 @@ class Comparison:
 def several_agents(side: Side) -> bool:
     """Some case of ``side`` ran against more than one agent (a matrix run)."""
     agents: dict[tuple[str, str], str] = {}
-    return any(agents.setdefault((o.file, o.id), o.agent) != o.agent for o in side.cases.values())
+    return any(agents.setdefault(o.key.any_agent, o.agent) != o.agent for o in side.cases.values())
 
 
 def _pair(old: Side, new: Side, matrix: bool) -> tuple[list[Change], list[Outcome], list[Outcome]]:
     """Cases in both reports, only in ``old``, only in ``new``; linear in the number of cases.
-
-    In a matrix the agent is part of a case's identity; otherwise it is not, so that one agent's
-    run compares with another's (a new version under a new id).
-    """
-
-    def exact(o: Outcome) -> tuple[str, ...]:
-        return (o.file, o.id, o.agent) if matrix else (o.file, o.id)
+    A case pairs with its ``CaseKey.paired(matrix)`` (the agent counts in a matrix only)."""
 
     def loose(o: Outcome) -> tuple[str, ...]:
-        return (o.id, o.agent) if matrix else (o.id,)
+        return o.key.paired(matrix, suite=False)
 
-    olds = {exact(o): o for o in old.cases.values()}
-    news = {exact(n): n for n in new.cases.values()}
+    olds = {o.key.paired(matrix): o for o in old.cases.values()}
+    news = {n.key.paired(matrix): n for n in new.cases.values()}
     pairs = [Change(o, news[k]) for k, o in olds.items() if k in news]
     left = {k: o for k, o in olds.items() if k not in news}
     right = {k: n for k, n in news.items() if k not in olds}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._core.errors import UsageError
+from .._core.identity import CaseKey
 from .._report.stability import Aggregator
 from .._report.stream import iter_stream
 
@@ -168,17 +169,17 @@ def merge(paths: list[Path], out: IO[str]) -> tuple[dict[str, Any], dict[str, An
     out.write(json.dumps(start, ensure_ascii=False) + "\n")
     gate = (parts[0].summary or {}).get("min_pass_rate")
     aggregator = Aggregator(gate, runs)
-    holder: dict[tuple[str, str, str], Path] = {}  # a case with each of its agents is in one shard
+    holder: dict[CaseKey, Path] = {}  # a case with each of its agents is in one shard
     written: dict[Path, int] = {}
     for part in parts:
         for _, record in iter_stream(part.path):
             if record.get("type", "result") != "result":
                 continue
-            key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
+            key = CaseKey.of(record)
             if holder.setdefault(key, part.path) != part.path:
-                at = f" with agent {key[2]!r}" if key[2] else ""
+                at = f" with agent {key.agent!r}" if key.agent else ""
                 raise UsageError(
-                    f"case {key[1]!r} of {key[0]}{at} is in {holder[key]} and {part.path}: overlapping shards"
+                    f"case {key.id!r} of {key.suite}{at} is in {holder[key]} and {part.path}: overlapping shards"
                 )
             written[part.path] = written.get(part.path, 0) + 1
             aggregator.add(record)

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hookimpl
 from .._core.data import Case, to_json
+from .._core.identity import CaseKey, case_suite, suite_key
 from .._core.redact import redact, redact_json
 from .._core.results import Result, RunInfo
 from .._run.runner import Job
 from .revision import git_commit
-from .store import CaseKey, History, HistoryError, case_suite, suite_key
+from .store import History, HistoryError
 
 if TYPE_CHECKING:
     from .._run.plan import Jobs, Plan

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core.errors import UsageError
+from .._core.identity import CaseKey, ResultKey
 from .._report.display import shorten
 from .._report.rates import interval_text, wilson_pct
 from .._report.stability import CaseStats, failure_reason
@@ -41,6 +42,10 @@ class Outcome:
     reason: str | None = None
 
     @property
+    def key(self) -> CaseKey:
+        return CaseKey(self.file, self.id, self.agent)
+
+    @property
     def label(self) -> str:
         """The verdict, with the pass rate and its 95% Wilson interval when the case ran several times."""
         if self.runs <= 1 or self.pass_rate is None:
@@ -51,10 +56,11 @@ class Outcome:
 
 @dataclass
 class Side:
-    """A loaded report: its cases by (file, id, agent), its summary, and why it is incomplete (if it is)."""
+    """A loaded report: its cases by key (``CaseKey.of`` its records), its summary, and why it is
+    incomplete (if it is)."""
 
     path: Path
-    cases: dict[tuple[str, ...], Outcome]
+    cases: dict[CaseKey, Outcome]
     summary: dict[str, Any]
     incomplete: list[str] = field(default_factory=list)
 
@@ -170,7 +176,7 @@ def _line_at(path: Path, offset: int) -> int:
 
 
 def _load_stream(path: Path) -> Side:
-    seen: set[tuple[str, str, str, int]] = set()
+    seen: set[ResultKey] = set()
 
     def check(offset: int, record: dict[str, Any]) -> None:
         try:
@@ -179,11 +185,11 @@ def _load_stream(path: Path) -> Side:
                 raise _Bad(f"field type: expected start, result or summary, got {_shown(kind)}")
             if kind == "result":
                 _check(record, _RESULT, required=("id", "status"))
-                key = (record.get("file") or "", record["id"], record.get("agent") or "", record.get("run") or 1)
+                key = ResultKey.of(record)
                 if key in seen:
-                    at = f" with agent {key[2]!r}" if key[2] else ""
+                    at = f" with agent {key.agent!r}" if key.agent else ""
                     raise _Bad(
-                        f"duplicate id: case {key[1]!r} of {key[0] or '?'}{at} has a second result for run {key[3]}"
+                        f"duplicate id: case {key.id!r} of {key.suite or '?'}{at} has a second result for run {key.run}"
                     )
                 seen.add(key)
             else:
@@ -193,7 +199,7 @@ def _load_stream(path: Path) -> Side:
 
     stream = scan(path, check=check)
     agg = stream.aggregator
-    cases: dict[tuple[str, ...], Outcome] = {(c.file, c.id, c.agent or ""): _from_stats(c) for c in agg.cases()}
+    cases = {c.key: _from_stats(c) for c in agg.cases()}
     summary = {**agg.summary(), **(stream.summary or {})}
     incomplete = [] if stream.summary is not None else ["no summary line: the run was killed or had not finished"]
     planned = (stream.start.get("total_cases") or 0) * (stream.start.get("runs") or 1)
@@ -219,18 +225,18 @@ def _load_report(path: Path) -> Side:
         raise UsageError(f"{path}: not a specrun report (JSON or JSONL): {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise UsageError(f"{path}: not a specrun report: expected a JSON object with 'results'")
-    cases: dict[tuple[str, ...], Outcome] = {}
-    where: dict[tuple[str, ...], int] = {}
+    cases: dict[CaseKey, Outcome] = {}
+    where: dict[CaseKey, int] = {}
     try:
         _check(data, _REPORT)
         for i, r in enumerate(data["results"]):
             if not isinstance(r, dict):
                 raise _Bad(f"field results[{i}]: expected an object, got {_shown(r)}")
             _check(r, _RESULT, f"results[{i}].", ("id", "status"))
-            key = (r.get("file") or "", r["id"], r.get("agent") or "")
+            key = CaseKey.of(r)
             if key in where:
-                at = f" with agent {key[2]!r}" if key[2] else ""
-                raise _Bad(f"duplicate id: results[{i}] and results[{where[key]}] are both case {key[1]!r}{at}")
+                at = f" with agent {key.agent!r}" if key.agent else ""
+                raise _Bad(f"duplicate id: results[{i}] and results[{where[key]}] are both case {key.id!r}{at}")
             where[key] = i
             cases[key] = _from_result(r)
     except _Bad as exc:

@@ -32,12 +32,10 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 from .._core.errors import UsageError
-
-if TYPE_CHECKING:
-    from .._core.data import Case
+from .._core.identity import CaseKey
 
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
@@ -107,14 +105,6 @@ class HistoryError(UsageError):
     """The history database cannot be used (exit 2); the message says how to fix it."""
 
 
-class CaseKey(NamedTuple):
-    """A case as history knows it across runs: its suite (path from the project root), id and agent."""
-
-    suite: str
-    case_id: str
-    agent: str
-
-
 @dataclass
 class Flaky:
     """A case whose verdict changed between passed and failed over its recent runs (see the module docstring)."""
@@ -148,23 +138,6 @@ def settings(root: Path, config: Mapping[str, Any]) -> Settings:
         value = {}
     path = root / value.get("path", DEFAULT_PATH)
     return Settings(path, value.get("flaky_window", DEFAULT_FLAKY_WINDOW), value.get("keep", DEFAULT_KEEP))
-
-
-def suite_key(path: Path | str, root: Path) -> str:
-    """How history names a suite: its path from the project root (``/``-separated), else as given."""
-    try:
-        return Path(path).resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return str(path)
-
-
-def case_suite(case: Case, root: Path, known: dict[int, str]) -> str:
-    """The suite key (see ``history.suite_key``) of ``case``; ``known`` keeps them per suite."""
-    key = known.get(id(case.suite))
-    if key is None:
-        path = case.suite.path if case.suite is not None else Path(case.location.file)
-        key = known[id(case.suite)] = suite_key(path, root)
-    return key
 
 
 class History:

@@ -161,8 +161,9 @@ def history_labels(
     rows: Iterable[Mapping[str, Any]], cases: Mapping[tuple[str, str], Case], judged: Mapping[str, list[Any]]
 ) -> Iterator[Label | None]:
     """The history's labels (rows of its ``labels`` table) of the ``cases`` given by (suite key,
-    case id), each for the one assertion it was given on, one row at a time; None for a row left
-    out: of another suite, a case gone, or an assertion that is no longer a model-backed one there."""
+    case id), ``CaseKey.any_agent`` (a label of any agent), each for the one assertion it was
+    given on, one row at a time; None for a row left out: of another suite, a case gone, or an
+    assertion that is no longer a model-backed one there."""
     for row in rows:
         case = cases.get((str(row.get("suite")), str(row.get("case_id"))))
         place = row.get("assertion")

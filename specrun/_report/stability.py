@@ -18,6 +18,7 @@ from typing import Any
 
 from .._core.data import TIMEOUT_ERROR
 from .._core.fingerprint import fingerprint
+from .._core.identity import CaseKey
 from .._run.matrix import matrix
 from .display import shorten
 from .rates import disagreed, percent, rounded, wilson_pct
@@ -136,6 +137,11 @@ class CaseStats:
         self.uncertain += disagreed(record)
 
     @property
+    def key(self) -> CaseKey:
+        """The case's key, as ``CaseKey.of`` its records."""
+        return CaseKey(self.file, self.id, str(self.agent or ""))
+
+    @property
     def runs(self) -> int:
         """Runs that reached a verdict or an error (skipped runs are not counted)."""
         return self.passed + self.failed + self.errors
@@ -245,7 +251,7 @@ class Aggregator:
         self.min_pass_rate = min_pass_rate
         self.runs = runs
         self.keep = keep or not runs
-        self._cases: dict[tuple[str, str, str], CaseStats] = {}
+        self._cases: dict[CaseKey, CaseStats] = {}
         self._done = Totals()  # the cases dropped
         # Without keep: whether a case ran against several agents (the summary's per-agent
         # totals), found from the hash of each (file, id) and its agent. Kept only when the run
@@ -258,7 +264,7 @@ class Aggregator:
 
     def add(self, record: dict[str, Any], offset: int | None = None) -> CaseStats:
         """Count one result record; ``offset`` (its byte offset in the stream) is remembered."""
-        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
+        key = CaseKey.of(record)
         stats = self._cases.get(key)
         if stats is None:
             stats = self._cases[key] = CaseStats(record, len(self._cases), self.min_pass_rate, self.keep)
@@ -271,13 +277,11 @@ class Aggregator:
                 self._done.add(self._cases.pop(key))
         return stats
 
-    def _note_agent(self, key: tuple[str, str, str]) -> None:
-        file, case_id, agent = key
-        if self._several or not agent or self.agents < 2:
+    def _note_agent(self, key: CaseKey) -> None:
+        if self._several or not key.agent or self.agents < 2:
             return
-        pair = hash((file, case_id))
-        seen = self._agent_of.setdefault(pair, agent)
-        if seen != agent:
+        seen = self._agent_of.setdefault(hash(key.any_agent), key.agent)
+        if seen != key.agent:
             self._several = True
             self._agent_of.clear()
 

@@ -32,5 +32,5 @@ def matrix(cases: Iterable[Any]) -> Matrix:
         if c.agent is None:
             continue
         agents[c.agent] = None
-        rows.setdefault((c.file, c.id), {})[c.agent] = c
+        rows.setdefault(c.key.any_agent, {})[c.agent] = c
     return Matrix(sorted(agents), [(f, i, cells) for (f, i), cells in rows.items()])

@@ -12,7 +12,8 @@ from array import array
 from typing import TYPE_CHECKING
 
 from .._core.errors import UsageError
-from .._history.store import CaseKey, History, HistoryError, settings, suite_key
+from .._core.identity import CaseKey, suite_key
+from .._history.store import History, HistoryError, settings
 from .._project.project import Project
 
 if TYPE_CHECKING:

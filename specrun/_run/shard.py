@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import UsageError
+from .._core.identity import CaseKey, suite_key
 
 if TYPE_CHECKING:
-    from .._core.data import Case, Suite
+    from .._core.data import Case
     from .pairs import Selection
 
 _SPEC = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -66,8 +67,8 @@ class Partition:
     """Every selected case's shard, and what identifies the selection and the partition."""
 
     shard: Shard
-    keys: list[tuple[str, str, str]]  # (file from the project root, case id, agent id), sorted
-    assigned: dict[tuple[str, str, str], int]  # key -> 1-based shard
+    keys: list[CaseKey]  # sorted
+    assigned: dict[CaseKey, int]  # key -> 1-based shard
     balanced: bool  # by past durations
     contents: dict[str, dict[str, str]]  # file -> case id -> its content hash
 
@@ -85,24 +86,15 @@ class Partition:
         }
 
 
-def suite_file(suite: Suite, root: Path) -> str | None:
-    """What places a suite's cases: its file relative to the project root (None outside it:
-    each case's file as displayed then)."""
-    try:
-        return suite.path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return None
-
-
-def partition(keys: Sequence[tuple[str, str, str]], count: int, durations: dict[str, float]) -> dict[Any, int]:
+def partition(keys: Sequence[CaseKey], count: int, durations: dict[str, float]) -> dict[CaseKey, int]:
     """Each key's shard (1-based): dealt round-robin in hash order, or by ``durations`` (by
     case id) placed longest first on the least loaded shard."""
     order = sorted(set(keys), key=lambda k: (_digest(k), k))
-    known = [d for d in (durations.get(k[1]) for k in order) if d is not None and d >= 0]
+    known = [d for d in (durations.get(k.id) for k in order) if d is not None and d >= 0]
     if not known:
         return {key: i % count + 1 for i, key in enumerate(order)}
     default = statistics.median(known)
-    cost = {k: durations.get(k[1], default) for k in order}
+    cost = {k: durations.get(k.id, default) for k in order}
     loads = [0.0] * count
     assigned = {}
     for key in sorted(order, key=lambda k: -cost[k]):  # stable: ties keep the hash order
@@ -120,17 +112,18 @@ def select(
 ) -> tuple[Selection, Partition]:
     """The pairs of ``shard``, in their plan order (``pairs.select``), and the partition they come
     from. ``durations(case_ids)`` gives past mean durations (ms) where history has them. Each
-    pair's key (file, id, agent) is held while the partition is made: cases are not read."""
-    files = [suite_file(suite, root) for suite in pairs.suites]
-    keyed = [(files[ref.suite] or ref.file, ref.id, agent.id) for ref, agent in pairs]
+    pair's key is held while the partition is made: cases are not read. A suite outside the
+    project is named by its cases' file as displayed (``suite_key``'s ``outside``)."""
+    files = [suite_key(suite.path, root, outside="") for suite in pairs.suites]
+    keyed = [CaseKey(files[ref.suite] or ref.file, ref.id, agent.id) for ref, agent in pairs]
     keys = sorted(set(keyed))
-    past = durations(sorted({k[1] for k in keys})) if durations is not None else {}
+    past = durations(sorted({k.id for k in keys})) if durations is not None else {}
     assigned = partition(keys, shard.count, past)
     chosen = pairs.select(i for i, key in enumerate(keyed) if assigned[key] == shard.index)
-    return chosen, Partition(shard, keys, assigned, any(k[1] in past for k in keys), _contents(pairs, keyed))
+    return chosen, Partition(shard, keys, assigned, any(k.id in past for k in keys), _contents(pairs, keyed))
 
 
-def _contents(pairs: Selection, keyed: list[tuple[str, str, str]]) -> dict[str, dict[str, str]]:
+def _contents(pairs: Selection, keyed: list[CaseKey]) -> dict[str, dict[str, str]]:
     """Each selected case's content hash, by file and id, sorted; read in one pass over the
     suites (a case run against several agents is hashed once)."""
     from .._history.recording import content_hash

@@ -94,11 +94,12 @@ def _history_labels(session: Any, suites: list[Any], judged: dict[str, Any], sta
     open on ``stack``) as they are judged, after a first pass has counted them; a UsageError
     when there are none."""
     from .._core.errors import UsageError
-    from .._history.store import History, suite_key
+    from .._core.identity import suite_key
+    from .._history.store import History
     from .._judges.calibration import history_labels
 
     root = session.project.root
-    cases = {(suite_key(s.path, root), c.id): c for s in suites for c in s.cases}
+    cases = {(suite_key(s.path, root), c.id): c for s in suites for c in s.cases}  # CaseKey.any_agent
     history = History.open(root, session.project.config)  # a HistoryError says why not (off, missing)
     stack.callback(history.close)
     kept = left_out = 0

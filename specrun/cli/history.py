@@ -163,9 +163,7 @@ def _flaky(store: Any, window: int | None, agent: str | None) -> None:
     if not found:
         click.echo(f"No flaky cases {rule}.")
         return
-    rows = [
-        [f.key.case_id, f.key.suite, f.key.agent, str(f.passed), str(f.failed), str(f.flips), f.last] for f in found
-    ]
+    rows = [[f.key.id, f.key.suite, f.key.agent, str(f.passed), str(f.failed), str(f.flips), f.last] for f in found]
     _table(["CASE", "SUITE", "AGENT", "PASSED", "FAILED", "FLIPS", "LATEST"], rows)
     click.echo(f"\n{len(found)} flaky case{'s' * (len(found) != 1)}: passed and failed (or errored) {rule}")
 

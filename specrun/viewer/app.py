@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from .._core.errors import SpecrunError
+from .._core.identity import CaseKey
 from .._core.results import utc_timestamp
 from .._history.snapshots import Snapshot
 from .compare import case_page, compare_page
@@ -204,7 +205,7 @@ class Viewer:
         """The recorded result a form names (run, suite, case, agent, run_index) and its
         assertion at ``assertion`` (None when there is no such assertion)."""
         run_id = str(form.get("run", ""))
-        key = (str(form.get("suite", "")), str(form.get("case", "")), str(form.get("agent", "")))
+        key = CaseKey(str(form.get("suite", "")), str(form.get("case", "")), str(form.get("agent", "")))
         for entry in self.store.entries(run_id):
             if entry.key != key:
                 continue

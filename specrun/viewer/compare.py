@@ -12,8 +12,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from .._core.identity import CaseKey
 from .._history.diff import Change, Outcome, Side, compare_sides
-from .._history.store import CaseKey
 from .._report.rates import summary_rate_text
 from .html import as_text, badge, damaged, e, layout, ms, table, url, when
 from .store import Entry, Store
@@ -85,7 +85,7 @@ def case_page(store: Store, suite: str, case_id: str, agent: str) -> str:
 
 
 def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, Entry]]:
-    cases: dict[tuple[str, ...], Outcome] = {}
+    cases: dict[CaseKey, Outcome] = {}
     owners: dict[int, Entry] = {}
     for x in entries:
         rates = [r["status"] for r in x.rows if r["status"] != "skipped"]
@@ -100,7 +100,7 @@ def _side(run: dict[str, Any], entries: list[Entry]) -> tuple[Side, dict[int, En
             duration_ms=x.duration_ms,
             cost=x.cost / len(x.rows) if x.cost is not None else None,
         )
-        cases[(f"{x.suite}@{x.agent}", x.case_id)] = outcome
+        cases[outcome.key] = outcome
         owners[id(outcome)] = x
     incomplete = ["the run was interrupted"] if run["interrupted"] else []
     return Side(Path(str(run["id"])), cases, run.get("summary") or {}, incomplete), owners
@@ -124,7 +124,7 @@ def compare_page(store: Store, a: str, b: str) -> str | None:
         """Its pass rate moved between the runs, or its verdict went back and forth in the
         history (a single regression is newly failing, not flaky)."""
         x = entry(ch.new, new_of) or entry(ch.old, old_of)
-        return ch in c.moved or (x is not None and flaky.get(CaseKey(*x.key), 0) >= 2)
+        return ch in c.moved or (x is not None and flaky.get(x.key, 0) >= 2)
 
     sections = [
         ("Newly failing", "newly-failing", c.newly_failing),

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._history.store import CaseKey, History
+from .._core.identity import CaseKey
+from .._history.store import History
 from .rows import checked_case, checked_run
 
 ORDER = {"failed": 0, "error": 1, "passed": 2, "skipped": 3}  # failures first
@@ -39,8 +40,8 @@ class Entry:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.suite, self.case_id, self.agent)
+    def key(self) -> CaseKey:
+        return CaseKey(self.suite, self.case_id, self.agent)
 
     @property
     def status(self) -> str:
@@ -101,7 +102,7 @@ class Store:
         )
         return sorted(_grouped(rows), key=lambda e: ORDER.get(e.status, 9))
 
-    def entry(self, run_id: str, key: tuple[str, str, str]) -> Entry | None:
+    def entry(self, run_id: str, key: CaseKey) -> Entry | None:
         """One case of a run."""
         return next((x for x in self.entries(run_id) if x.key == key), None)
 
