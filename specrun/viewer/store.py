@@ -125,12 +125,12 @@ class Store:
 
 
 def _grouped(rows: list[dict[str, Any]]) -> list[Entry]:
-    entries: dict[tuple[str, str, str, str], Entry] = {}
+    entries: dict[tuple[str, CaseKey], Entry] = {}
     for r in rows:
-        key = (str(r["run_id"]), str(r["suite"] or ""), str(r["case_id"] or ""), str(r["agent"] or ""))
-        entry = entries.get(key)
+        run_id, key = str(r["run_id"]), CaseKey(str(r["suite"] or ""), str(r["case_id"] or ""), str(r["agent"] or ""))
+        entry = entries.get((run_id, key))
         if entry is None:
-            entry = entries[key] = Entry(*key)
+            entry = entries[run_id, key] = Entry(run_id, *key)
         entry.rows.append(r)
     return list(entries.values())
 
