@@ -38,7 +38,9 @@ cases:
 # something else; talk's checkpoint is reached in recorded turn 2, chat's in none; new was never run.
 CURRENT = """\
 cases:
-  - {id: capital, input: capital of France?, assertions: [{type: contains, value: Berlin}]}
+  - id: capital
+    input: capital of France?
+    assertions: [{type: contains, value: Berlin}, {type: latency, max: 60000}]
   - {id: judged, input: say GOOD, assertions: [{type: llm, criteria: Says GOOD}]}
   - {id: edited, input: hello there, assertions: [{type: contains, value: hello}]}
   - id: talk
@@ -70,7 +72,7 @@ def rejudged(tmp_path_factory):
     (root / "agent_mod.py").write_text(AGENT)
     (root / "agent.yaml").write_text("target: python:agent_mod:bot\n")
     (root / "suite.yaml").write_text(RECORDED)
-    first = run_cli(["suite.yaml", "-o", "first.jsonl"], root)
+    first = run_cli(["suite.yaml", "-o", "first.jsonl", "--runs", "2"], root)
     assert first.returncode == 0, first.stdout + first.stderr
     calls = (root / "calls.txt").read_text()
     (root / "suite.yaml").write_text(CURRENT)
@@ -88,8 +90,17 @@ def test_a_changed_assertion_judges_the_recorded_output(rejudged):
     again = records(root / "again.jsonl")
     assert again["capital"]["status"] == "failed"
     assert again["capital"]["output"] == "answer to capital of France?"
+    assert again["capital"]["assertions"][1]["status"] == "passed"  # the recorded latency, read again
     assert again["judged"]["status"] == "passed"  # the llm judge, over HTTP, on the recorded answer
-    assert asked == ["answer to say GOOD"]
+    assert asked == ["answer to say GOOD"] * 2  # once per recorded run
+
+
+def test_every_recorded_run_is_rejudged(rejudged):
+    root, _, _ = rejudged
+    lines = [json.loads(line) for line in (root / "again.jsonl").read_text().splitlines()]
+    assert lines[0]["runs"] == 2
+    runs = sorted((r["id"], r["run"]) for r in lines if r["type"] == "result")
+    assert runs == sorted((c, n) for c in ("capital", "judged", "edited", "talk", "chat") for n in (1, 2))
 
 
 def test_a_case_whose_input_changed_is_not_rejudged(rejudged):
@@ -104,8 +115,8 @@ def test_a_case_not_in_the_stream_is_not_run_and_listed(rejudged):
     root, done, _ = rejudged
     again = records(root / "again.jsonl")
     assert "new" not in again
-    assert again["summary"]["not_run"] == 1
-    assert "not run: 1 not in stream first.jsonl" in done.stderr
+    assert again["summary"]["not_run"] == 2  # its two runs
+    assert "not run: 2 not in stream first.jsonl" in done.stderr
     assert "suite.yaml:" in done.stderr and " new (agent " in done.stderr
 
 
@@ -157,6 +168,7 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
         (None, "missing.jsonl: no such result stream"),
         ('{"type": "start"}\n{"type": "result", "id": \n{"type": "summary"}\n', "bad.jsonl:2: not a JSON record"),
         ('{"type": "start"}\n[1, 2]\n', "bad.jsonl:2: expected a JSON object"),
+        ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
         ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
     ],
 )

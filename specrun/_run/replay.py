@@ -15,6 +15,7 @@ its record by (suite path from the project root, case id, agent, run index).
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,6 @@ from .._core.redact import redact_json
 from .._core.results import Result
 from .._history.store import case_suite, suite_key
 from .limits import Meter, case_limits, judged_answer
-from .turns import turn_of
 
 Key = tuple[str, str, str, int]  # suite key, case id, agent id, run index
 
@@ -88,13 +88,15 @@ def _read_stream(path: Path, root: Path) -> Recorded:
 
     recorded, start = Recorded(f"stream {path}"), None
     base = Path.cwd()
+    offsets, last = [0], 0  # where each line starts (for the messages); the last line with text
     with open(path, "rb") as f:
-        offsets = [0]
-        offsets.extend(offsets[-1] + len(line) for line in f)  # line numbers for the messages
-    import bisect
-
+        for number, line in enumerate(f, 1):
+            offsets.append(offsets[-1] + len(line))
+            last = number if line.strip() else last
+    read = 0
     for offset, record in iter_stream(path):
-        where = f"{path}:{bisect.bisect_right(offsets, offset)}"
+        read = bisect.bisect_right(offsets, offset)
+        where = f"{path}:{read}"
         kind = record.get("type", "result")
         if kind == "start":
             start = record
@@ -108,6 +110,11 @@ def _read_stream(path: Path, root: Path) -> Recorded:
                 raise UsageError(f"{where}: field `run`: expected a positive integer, got {record.get('run')!r}")
             suite = suite_key(base / record["file"], root)
             recorded.add((suite, record["id"], str(record.get("agent") or ""), run), record, where)
+    if last > read:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
+        raise UsageError(
+            f"{path}:{last}: not a JSON record: the line is cut short (the recorded run was killed while"
+            " writing it); remove it to rejudge the rest"
+        )
     if start is None and not recorded.records:
         raise UsageError(f"{path}:1: not a specrun result stream (no start or result line)")
     return recorded
@@ -156,9 +163,20 @@ class Replay:
         self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
         return False
 
-    def covers(self, suites: set[str]) -> bool:
-        """Whether any record is of one of these suites (keys from the project root)."""
-        return any(key[0] in suites for key in self.recorded.records)
+    def check_covers(self, suites: set[str], agents: list[str]) -> None:
+        """A ``UsageError`` when no record is of one of these suites (keys from the project root)
+        and agents: the rejudge would run nothing."""
+        recorded = self.recorded.records
+        if any(key[0] in suites and key[2] in agents for key in recorded):
+            return
+        source = self.recorded.source
+        theirs = sorted({key[2] for key in recorded if key[0] in suites})
+        if theirs:
+            raise UsageError(
+                f"{source} has these suites' cases for agent {', '.join(theirs)}, not {', '.join(agents)}:"
+                f" name it with -n {theirs[0]}"
+            )
+        raise UsageError(f"none of these suites' cases is in {source}: nothing to rejudge")
 
     async def execute(self, runner: Any, job: Job, ctx: Context) -> Result:
         """The case's result from its recorded answer: judged, or not rejudged and why
@@ -190,16 +208,17 @@ class Replay:
 
 
 class _ReplayedAgent(Session):
-    """The agent's side of a recorded conversation: turn N's recorded answer to the Nth user message."""
+    """The agent's side of a recorded conversation: the Nth recorded answer to the Nth message
+    sent (counted here: an opening history's user messages are no turns of the conversation)."""
 
     def __init__(self, turns: list[dict[str, Any]]):
-        self.turns = turns
+        self.turns, self.sent = turns, 0
 
     async def send(self, messages: list[Message]) -> Response:
-        turn = turn_of(messages)
-        if turn > len(self.turns):  # the user side ends first: never reached
-            raise SpecrunError(f"the recorded conversation has no answer for turn {turn}")
-        return _response(self.turns[turn - 1])
+        self.sent += 1
+        if self.sent > len(self.turns):  # the user side ends first: never reached
+            raise SpecrunError(f"the recorded conversation has no answer for turn {self.sent}")
+        return _response(self.turns[self.sent - 1])
 
 
 class _ReplayedUser(Simulator):

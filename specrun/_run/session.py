@@ -137,7 +137,7 @@ class RunSession:
 
         recorded = read_recorded(spec, self.project.root, self.project.config)
         self.replay = self.runner.replay = Replay(recorded, self.project.root)
-        self.options.runs = self.request.runs = recorded.runs
+        self.options.runs = self.request.runs = self.runner.aggregator.runs = recorded.runs
         return self.replay
 
     @property
@@ -188,8 +188,7 @@ class RunSession:
         if self.replay is not None:
             from .._history.store import suite_key
 
-            if not self.replay.covers({suite_key(s.path, self.project.root) for s in plan.suites}):
-                raise UsageError(f"none of these suites' cases is in {self.replay.recorded.source}: nothing to rejudge")
+            self.replay.check_covers({suite_key(s.path, self.project.root) for s in plan.suites}, plan.agent_ids)
         if req.last_failed or req.failed_first:
             from .rerun import rerun_failed
 

@@ -13,6 +13,9 @@ import click
 @click.argument("stream")
 @click.argument("suites", nargs=-1)
 @click.option(
+    "-n", "--name", "names", multiple=True, help="The agent whose recorded answers to judge (as `specrun run -n`)."
+)
+@click.option(
     "-o", "--output", "outputs", multiple=True, help="Write results here; the extension picks the format. Repeatable."
 )
 @click.option("-j", "--parallel", type=click.IntRange(min=1), default=None, help="Cases judged at once (default 1).")
@@ -47,6 +50,7 @@ def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
 
 
 async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: Any) -> int:
+    from .._core.errors import UsageError
     from .._load.problems import display_path
     from .._report.console import ConsoleReport, clean
     from .._report.outputs import PRIVATE_FOLDER, private_folder
@@ -55,6 +59,8 @@ async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: 
 
     request = RunRequest(
         inputs=specs,
+        agent=flags["names"][0] if flags["names"] else None,
+        agents=list(flags["names"]),
         outputs=list(flags["outputs"]),
         timeout=flags["timeout"],
         parallel=flags["parallel"],
@@ -68,6 +74,10 @@ async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: 
         history=not flags["no_history"],
         argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
     )
+    recording = Path(stream)
+    for output in request.outputs:  # the recording is read whole first, but it is the evidence: keep it
+        if recording.is_file() and Path(output).resolve() == recording.resolve():
+            raise UsageError(f"-o {output}: that is the stream being rejudged; write the rejudge elsewhere")
     session = RunSession(request)
     replay = session.rejudging(stream)  # a bad STREAM: before any suite is read
     await session.load()
