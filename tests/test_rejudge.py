@@ -165,7 +165,7 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
 @pytest.mark.parametrize(
     ("content", "shown"),
     [
-        (None, "missing.jsonl: no such result stream"),
+        (None, "missing.jsonl: no such result stream file"),
         ('{"type": "start"}\n{"type": "result", "id": \n{"type": "summary"}\n', "bad.jsonl:2: not a JSON record"),
         ('{"type": "start"}\n[1, 2]\n', "bad.jsonl:2: expected a JSON object"),
         ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),

@@ -54,7 +54,7 @@ def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
     if path.is_file():
         return _read_stream(path, root)
     if path.exists() or any(sep in spec for sep in ("/", "\\")) or spec.endswith(".jsonl"):
-        raise UsageError(f"{spec}: no such result stream")
+        raise UsageError(f"{spec}: no such result stream file")
     from .._history.store import History, HistoryError
 
     try:
@@ -63,6 +63,10 @@ def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
         raise UsageError(f"{spec}: not a stream file, and no run history to look the run up in ({exc})") from None
     try:
         run = history.run(spec)
+        if run is None and len(several := [r["id"] for r in history.runs(1000) if r["id"].startswith(spec)]) > 1:
+            raise UsageError(
+                f"{spec}: the id of more than one run starts so ({', '.join(several[:3])}, ...): give more of it"
+            )
         if run is None:
             raise UsageError(
                 f"{spec}: no such stream file, nor a run of that id in {history.path} (see specrun history)"
