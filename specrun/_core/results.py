@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,6 +113,7 @@ class Result:
     agent: str | None = None  # the id of the agent that ran it (runs may test several)
     cached: bool = False  # every cacheable model call of the case (judges, simulators) was a cache hit
     flaky: bool = False  # the case is flaky in the run history (see specrun._history.store)
+    ended: str | None = None  # dynamic: "goal" when the simulator declared its goal achieved
     _record: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
     _public: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -208,6 +210,11 @@ class Result:
         data["error"] = self.error
         if self.traceback:
             data["traceback"] = self.traceback
+        if self.turns is None and self.response is not None:  # what `specrun rejudge` hands the assertions again
+            if self.response.latency_ms is not None:
+                data["latency_ms"] = round(self.response.latency_ms, 1)
+            if self.response.usage is not None:
+                data["agent_usage"] = self.response.usage.to_dict()
         if self.response and self.response.warnings:
             data["warnings"] = self.response.warnings
         data["assertions"] = [a.to_dict() for a in self.assertions]
@@ -218,6 +225,8 @@ class Result:
             data["turns"] = self.turns
             data["checkpoints"] = self.checkpoints or []
             data["total_turns"] = len(self.turns)
+            if self.ended is not None:
+                data["ended"] = self.ended
         if self.usage is not None:
             data["usage"] = self.usage.to_dict()
         if self.context is not None and self.context.trace is not None and self.context.trace.spans is not None:
@@ -291,6 +300,8 @@ class RunInfo:
     project_root: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)
     shard: dict[str, Any] | None = None  # --shard: which part of which selection (see specrun._run.shard)
+    rejudge: str | None = None  # `specrun rejudge`: the recorded run judged again (``stream PATH``, ``run ID``)
+    working_dir: str = field(default_factory=os.getcwd)  # what each result's ``file`` is relative to
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -308,6 +319,9 @@ class RunInfo:
             "started_at": self.started_at,
             "timestamp": self.started_at,  # V1's name for it
         }
+        data["working_dir"] = self.working_dir
         if self.shard is not None:
             data["shard"] = self.shard
+        if self.rejudge is not None:
+            data["rejudge"] = self.rejudge
         return data

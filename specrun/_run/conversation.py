@@ -92,6 +92,7 @@ class Conversation:
     target: str | None = None  # the target's type, for the messages of tool checkpoints
     trajectory: Trajectory = field(default_factory=Trajectory)
     meter: Meter = field(default_factory=lambda: Meter({}))  # the case's limits
+    ended: str | None = None  # "goal": the simulator declared its goal achieved (a rejudge replays that)
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -188,6 +189,7 @@ class Conversation:
             if not (self.turn == 1 and self.history and self.history[-1].role == "user"):
                 message = await self.user_message()
                 if message is None:
+                    self.ended = "goal"
                     if self.missing:
                         missing = ", ".join(self.missing)
                         why = f"the simulator declared its goal achieved in turn {self.turn}"
@@ -276,12 +278,14 @@ async def run_conversation(
     timeout: float,
     default_simulator: str | None,
     meter: Meter | None = None,
+    simulator: Simulator | None = None,
 ) -> Result:
     """Run one dynamic case to its verdict (see the module docstring); never raises for the
-    case's own failures, only for cancellation. The result's tool calls are every turn's."""
+    case's own failures, only for cancellation. The result's tool calls are every turn's.
+    ``simulator``: the user's side, else the case's own (a rejudge replays the recorded one)."""
     case, run = job.case, job.run
     try:
-        simulator = build_simulator(case, default_simulator, registry)
+        simulator = simulator or build_simulator(case, default_simulator, registry)
     except SpecrunError as exc:
         return Result(case, "error", run=run, error=str(exc), turns=[], checkpoints=[])
     talk = Conversation(
@@ -315,6 +319,7 @@ async def run_conversation(
         turns=talk.turns,
         checkpoints=talk.checkpoint_records(),
         usage=talk.usage if talk.spent else None,
+        ended=talk.ended,
     )
 
 

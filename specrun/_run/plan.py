@@ -113,6 +113,7 @@ class Jobs:
     plan: Plan
     runs: int = 1
     mark: Callable[[Job], None] | None = None  # called on each job as it is made (flaky marks)
+    keep: Callable[[Job], bool] | None = None  # False: the job is not run (a rejudge's, not recorded): not_run
 
     def __len__(self) -> int:
         return len(self.plan.pairs) * self.runs
@@ -132,6 +133,8 @@ class Jobs:
         for case, agent in self.plan.cases():
             for run in range(1, self.runs + 1):
                 job = Job(case, agent, run)
+                if self.keep is not None and not self.keep(job):
+                    continue
                 if self.mark is not None:
                     self.mark(job)
                 yield job

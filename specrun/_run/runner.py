@@ -61,6 +61,7 @@ from .turns import in_turn, turn_of
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
     from .remote import RemoteRun
+    from .replay import Replay
 
 INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 
@@ -89,6 +90,7 @@ class Runner:
         self._stream: ResultStream | None = None  # the run's, flushed before a hard exit
         self._environment: list[tuple[str, Any, Any]] | None = None
         self._services: dict[int, Services] = {}  # by run index: the same for every case of a run
+        self.replay: Replay | None = None  # `specrun rejudge`: recorded answers instead of the agent, no hooks
         self.executor = plugins.registry.get("executor", options.executor)(self, options.executor_options)
 
     # -- what the executor may use (ExecutorHost) ------------------------------------------------
@@ -311,7 +313,8 @@ class Runner:
         case = job.case
         started = time.perf_counter()
         ctx = self.context_for(case, job.run)
-        dirs = case_hook_dirs(case, job.agent) if case.before or case.after else []
+        hooked = self.replay is None  # a case's hooks set up its agent: a rejudge calls none
+        dirs = case_hook_dirs(case, job.agent) if hooked and (case.before or case.after) else []
         budget = case.timeout or self.options.timeout
         before_data = None
         cancelled = False
@@ -323,7 +326,7 @@ class Runner:
             else:
                 await self._models_ready(job)
                 started = time.perf_counter()  # importing litellm is no case's time
-                if case.before:
+                if case.before and hooked:
                     before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
                 result = await self._execute(job, ctx)
         except _HookFailed as exc:
@@ -334,7 +337,7 @@ class Runner:
         result.context = ctx
         result.agent = job.agent.id
         result.duration_ms = (time.perf_counter() - started) * 1000
-        if case.after and result.status != "skipped":
+        if case.after and hooked and result.status != "skipped":
             after = asyncio.ensure_future(
                 self._hook("after", case.after, dirs, [job.agent], budget, ctx, case, result, before_data)
             )
@@ -401,6 +404,8 @@ class Runner:
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
         case = job.case
+        if self.replay is not None:
+            return await self.replay.execute(self, job, ctx)
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
         target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model

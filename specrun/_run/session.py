@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core.data import DEFAULT_TIMEOUT, ENVIRONMENT_DEFAULTS, Agent, Case, Suite, parse_duration
 from .._core.errors import UsageError
@@ -37,6 +37,9 @@ from .selection import CaseFilter
 from .settings import INTERRUPT_GRACE, RunOptions
 from .shard import Shard
 from .shard import select as select_shard
+
+if TYPE_CHECKING:
+    from .replay import Replay
 
 
 @dataclass
@@ -121,6 +124,17 @@ class RunSession:
         options = self.options
         self._planner = Planner(self.project, self.plugins, named, select, options.connector, options.simulator)
         self._shard_info: dict[str, Any] | None = None  # what the result stream records of the shard
+        self.replay: Replay | None = None  # `specrun rejudge` (see ``rejudging``)
+
+    def rejudging(self, spec: str) -> Replay:
+        """Make this run a rejudge of the recorded run ``spec`` (a stream file or a history run
+        id; see :mod:`specrun._run.replay`): its runs as many as the recorded run's."""
+        from .replay import Replay, read_recorded
+
+        recorded = read_recorded(spec, self.project.root, self.project.config)
+        self.replay = self.runner.replay = Replay(recorded, self.project.root)
+        self.options.runs = self.runner.aggregator.runs = recorded.runs
+        return self.replay
 
     @property
     def direct(self) -> bool:
@@ -167,6 +181,10 @@ class RunSession:
             raise UsageError(f"no cases to run{matching}" + (f" ({unknown})" if unknown else ""))
         if unknown:
             self.notes.append(f"specrun: warning: {unknown}")
+        if self.replay is not None:
+            from .._core.identity import suite_key
+
+            self.replay.check_covers({suite_key(s.path, self.project.root) for s in plan.suites}, plan.agent_ids)
         if req.last_failed or req.failed_first:
             from .rerun import rerun_failed
 
@@ -220,6 +238,8 @@ class RunSession:
             self.models.preload(self.model_uses())
         reporters, stream = self._reporters(self.outputs)
         jobs = plan.jobs(self.options.runs)
+        if self.replay is not None:
+            jobs.keep = self.replay.keep
         if self.options.executor == "local":  # elsewhere, each worker listens for its own cases' spans
             await self.project.start_traces(plan.pairs.used_agents())  # a busy receiver port: before any case
         await self.runner.start(jobs)  # connected before the header, which shows how many run at once
@@ -243,6 +263,7 @@ class RunSession:
             mode="dynamic" if plan.all_dynamic else "standard",
             project_root=self.project.root,
             shard=self._shard_info,
+            rejudge=self.replay.recorded.source if self.replay is not None else None,
         )
         # What is loaded now (modules, suites, plan) lives until exit: out of the collector's sight,
         # the collections a run triggers stay cheap. Young collections every 100,000 allocations, not

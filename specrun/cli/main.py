@@ -27,6 +27,7 @@ COMMANDS = {
     "view": "specrun.cli.view",
     "init": "specrun.cli.init",
     "history": "specrun.cli.history",
+    "rejudge": "specrun.cli.rejudge",
 }
 
 

@@ -1,0 +1,244 @@
+"""``specrun rejudge``: a run whose agent is a replay of a recorded run's answers.
+
+The recorded run is a result stream (a file) or a run of the history (its id, or a unique
+prefix of it). Every selected case runs as in a normal run, but its agent is never called and
+its hooks never run (they set up the agent): the recorded answer (each recorded turn's, in
+dynamic mode) is handed to the case's current assertions and checkpoints. A case is matched to
+its record by (suite path from the project root, case id, agent, run index).
+
+- no record for it: not run (the summary's ``not_run`` counts it; the command lists it);
+- its input changed since the recorded run: ``skipped`` ("not rejudged: input changed"); the
+  recorded output answers another question, and a verdict is never faked;
+- the recorded run has no answer (the agent crashed, timed out, was skipped): not rejudged either,
+  with the recorded status (``error`` or ``skipped``) and why.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._core.data import Context, Message, Response, Status, ToolCall, Usage, json_line
+from .._core.errors import SpecrunError, UsageError
+from .._core.identity import ResultKey, case_suite, suite_key
+from .._core.kinds import Check, Job, Session, Simulator, SimulatorState, SimulatorTurn
+from .._core.redact import redact_json
+from .._core.results import Result
+from .limits import Meter, case_limits, judged_answer
+
+
+@dataclass
+class Recorded:
+    """A recorded run's result records, by ``ResultKey``; ``source`` names it in messages and in the
+    rejudge's start line (``stream PATH`` or ``run ID``)."""
+
+    source: str
+    records: dict[ResultKey, dict[str, Any]] = field(default_factory=dict)
+    runs: int = 1
+
+    def add(self, key: ResultKey, record: dict[str, Any], where: str) -> None:
+        if key in self.records:
+            raise UsageError(f"{where}: case {key.id!r} (agent {key.agent!r}) run {key.run} is recorded twice")
+        self.records[key] = record
+        self.runs = max(self.runs, key[3])
+
+
+def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
+    """The run ``spec`` names: a result stream file, else a run id of the history."""
+    path = Path(spec)
+    if path.is_file():
+        return _read_stream(path, root)
+    if path.exists() or any(sep in spec for sep in ("/", "\\")) or spec.endswith(".jsonl"):
+        raise UsageError(f"{spec}: no such result stream file")
+    from .._history.store import History, HistoryError
+
+    try:
+        history = History.open(root, config)
+    except HistoryError as exc:
+        raise UsageError(f"{spec}: not a stream file, and no run history to look the run up in ({exc})") from None
+    try:
+        run = history.run(spec)
+        if run is None and len(several := [r["id"] for r in history.runs(1000) if r["id"].startswith(spec)]) > 1:
+            raise UsageError(
+                f"{spec}: the id of more than one run starts so ({', '.join(several[:3])}, ...): give more of it"
+            )
+        if run is None:
+            raise UsageError(
+                f"{spec}: no such stream file, nor a run of that id in {history.path} (see specrun history)"
+            )
+        rows = history.cases(run["id"])
+    finally:
+        history.close()
+    recorded = Recorded(f"run {run['id']}")
+    for number, row in enumerate(rows, 1):
+        where = f"{history.path}: run {run['id']}, result {number}"
+        record = row["result"]  # the stream's line, as the history read it back
+        if not isinstance(record, dict):
+            raise UsageError(f"{where}: not a result record")
+        key = ResultKey(str(row["suite"]), str(row["case_id"]), str(row["agent"] or ""), int(row["run_index"] or 1))
+        recorded.add(key, record, where)
+    return recorded
+
+
+def _read_stream(path: Path, root: Path) -> Recorded:
+    """A stream's result records; its ``file`` paths are read from the ``working_dir`` its start
+    line names (streams without one: from here)."""
+    from .._report.stream import iter_stream
+
+    recorded, start = Recorded(f"stream {path}"), None
+    base = Path.cwd()
+    offsets, last = [0], 0  # where each line starts (for the messages); the last line with text
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, 1):
+            offsets.append(offsets[-1] + len(line))
+            last = number if line.strip() else last
+    read = 0
+    for offset, record in iter_stream(path):
+        read = bisect.bisect_right(offsets, offset)
+        where = f"{path}:{read}"
+        kind = record.get("type", "result")
+        if kind == "start":
+            start = record
+            base = Path(record.get("working_dir") or base)
+            recorded.runs = max(recorded.runs, _int(record.get("runs"), 1))
+        elif kind == "result":
+            if not isinstance(record.get("id"), str) or not isinstance(record.get("file"), str):
+                raise UsageError(f"{where}: a result record needs a string `id` and `file`")
+            run = _int(record.get("run"), 0)
+            if run < 1:
+                raise UsageError(f"{where}: field `run`: expected a positive integer, got {record.get('run')!r}")
+            suite = suite_key(base / record["file"], root)
+            recorded.add(ResultKey(suite, record["id"], str(record.get("agent") or ""), run), record, where)
+    if last > read:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
+        raise UsageError(
+            f"{path}:{last}: not a JSON record: the line is cut short (the recorded run was killed while"
+            " writing it); remove it to rejudge the rest"
+        )
+    if start is None and not recorded.records:
+        raise UsageError(f"{path}:1: not a specrun result stream (no start or result line)")
+    return recorded
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _same_input(case_input: list[Message], recorded: Any) -> bool:
+    """Whether the case asks what the recorded run was asked (masked as the stream masks it)."""
+    current = json.loads(redact_json(json_line([m.to_dict() for m in case_input]))) if case_input else None
+    return bool(current == recorded)
+
+
+def _response(data: dict[str, Any], usage_key: str = "agent_usage") -> Response:
+    """The answer a record (or a recorded turn) holds, as the assertions saw it."""
+    response = Response(content=data.get("output"), state=data.get("state"))
+    calls = data.get("tool_calls")
+    if isinstance(calls, list):  # [] too: reported, none called; no key: not known
+        response.tool_calls = [ToolCall(**c) for c in calls if isinstance(c, dict)]
+    if isinstance(data.get("latency_ms"), int | float):
+        response.latency_ms = float(data["latency_ms"])
+    if isinstance(data.get(usage_key), dict):
+        response.usage = Usage(**data[usage_key])
+    if isinstance(data.get("warnings"), list):
+        response.warnings = [str(w) for w in data["warnings"]]
+    return response
+
+
+class Replay:
+    """What a rejudge run needs from the recorded one (see the module docstring)."""
+
+    def __init__(self, recorded: Recorded, root: Path):
+        self.recorded, self.root = recorded, root
+        self.missing: list[str] = []  # the runs with no record, as the command lists them
+        self._suites: dict[int, str] = {}
+
+    def key(self, job: Job) -> ResultKey:
+        return ResultKey(case_suite(job.case, self.root, self._suites), job.case.id, job.agent.id, job.run)
+
+    def keep(self, job: Job) -> bool:
+        """Whether ``job`` has a record to rejudge; the ones that have none are not run, and listed."""
+        if self.key(job) in self.recorded.records:
+            return True
+        self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
+        return False
+
+    def check_covers(self, suites: set[str], agents: list[str]) -> None:
+        """A ``UsageError`` when no record is of one of these suites (keys from the project root)
+        and agents: the rejudge would run nothing."""
+        recorded = self.recorded.records
+        if any(key[0] in suites and key[2] in agents for key in recorded):
+            return
+        source = self.recorded.source
+        theirs = sorted({key[2] for key in recorded if key[0] in suites})
+        if theirs:
+            raise UsageError(
+                f"{source} has these suites' cases for agent {', '.join(theirs)}, not {', '.join(agents)}:"
+                f" name it with -n {theirs[0]}"
+            )
+        raise UsageError(f"none of these suites' cases is in {source}: nothing to rejudge")
+
+    async def execute(self, runner: Any, job: Job, ctx: Context) -> Result:
+        """The case's result from its recorded answer: judged, or not rejudged and why
+        (``runner``: the run's ``Runner``, for its services and options; not imported, no circle)."""
+        case, source = job.case, self.recorded.source
+        record = self.recorded.records[self.key(job)]
+        if not _same_input(case.input, record.get("input")):
+            why = f"not rejudged: input changed since {source}: its recorded output answers another question"
+            return Result(case, "skipped", run=job.run, error=why)
+        answered = record.get("output") is not None or "tool_calls" in record or record.get("turns")
+        if not answered or record.get("status") == "skipped":
+            status: Status = "skipped" if record.get("status") == "skipped" else "error"
+            why = f"not rejudged: {source} has no answer to judge ({record.get('status')}: {record.get('error')})"
+            return Result(case, status, run=job.run, error=why)
+        services, timeout = runner.services(job.run), case.timeout or runner.options.timeout
+        meter = Meter(case_limits(case.limits, runner.project.config))
+        if case.dynamic:
+            from .conversation import run_conversation
+
+            turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
+            simulator = _ReplayedUser(turns, record.get("ended"), source)
+            return await run_conversation(
+                job, _ReplayedAgent(turns), ctx, services, runner.plugins.registry, timeout, None, meter, simulator
+            )
+        registry, kind = runner.plugins.registry, str(job.agent.target.get("type"))
+        check = Check(_response(record), case, ctx, services, case.input, kind)
+        success = registry.get("target", kind).success_states  # a class's: no target is built
+        return await judged_answer(check, success, registry, timeout, meter, job.run)
+
+
+class _ReplayedAgent(Session):
+    """The agent's side of a recorded conversation: the Nth recorded answer to the Nth message
+    sent (counted here: an opening history's user messages are no turns of the conversation)."""
+
+    def __init__(self, turns: list[dict[str, Any]]):
+        self.turns, self.sent = turns, 0
+
+    async def send(self, messages: list[Message]) -> Response:
+        self.sent += 1
+        if self.sent > len(self.turns):  # the user side ends first: never reached
+            raise SpecrunError(f"the recorded conversation has no answer for turn {self.sent}")
+        return _response(self.turns[self.sent - 1])
+
+
+class _ReplayedUser(Simulator):
+    """The simulated user's side of a recorded conversation. Past its last turn, the verdict is
+    the recording's when it ended on the simulator's word (``ended: goal``); else nothing can
+    say what the agent would have answered next, and the case is an error."""
+
+    def __init__(self, turns: list[dict[str, Any]], ended: Any, source: str):
+        super().__init__({"type": "replay"}, Path.cwd())
+        self.turns, self.ended, self.source = turns, ended, source
+
+    async def next_turn(self, state: SimulatorState) -> SimulatorTurn:
+        if state.turn <= len(self.turns):
+            return SimulatorTurn(str(self.turns[state.turn - 1].get("input") or ""))
+        if self.ended == "goal":
+            return SimulatorTurn("", goal_achieved=True)
+        raise SpecrunError(
+            f"the conversation of {self.source} ends after turn {len(self.turns)}"
+            f" ({', '.join(state.pending) or 'no checkpoint'} pending): what the agent would have said next is not"
+            " known; run the case again"
+        )

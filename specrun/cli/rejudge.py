@@ -1,0 +1,101 @@
+"""``specrun rejudge``: judge a recorded run's answers again with the suites' current assertions."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("rejudge")
+@click.argument("stream")
+@click.argument("suites", nargs=-1)
+@click.option(
+    "-n", "--name", "names", multiple=True, help="The agent whose recorded answers to judge (as `specrun run -n`)."
+)
+@click.option(
+    "-o", "--output", "outputs", multiple=True, help="Write results here; the extension picks the format. Repeatable."
+)
+@click.option("-j", "--parallel", type=click.IntRange(min=1), default=None, help="Cases judged at once (default 1).")
+@click.option("--timeout", help="Per-case timeout of the judges, e.g. 30s, 2m (a case's own timeout wins).")
+@click.option("--run", "run_filter", help="Only cases whose id or name matches this regex.")
+@click.option("-m", "tags", metavar="EXPR", help="Only cases whose tags match: 'smoke and not slow' (pytest's -m).")
+@click.option("-k", "keywords", metavar="EXPR", help="Only cases whose id or name has these substrings (pytest's -k).")
+@click.option("--min-pass-rate", type=click.FloatRange(0, 100, min_open=True), help="As `specrun run`'s.")
+@click.option("--no-cache", is_flag=True, help="Ask the judges again rather than reuse cached verdicts.")
+@click.option("--no-history", is_flag=True, help="Do not record this run in the project's run history.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the recorded output.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
+def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
+    """Judge the answers recorded in STREAM again, with the current assertions of SUITES.
+
+    \b
+    STREAM is a result stream (.jsonl) or a run id of `specrun history` (a unique prefix will do).
+    No agent is called and no case hook runs: each case's recorded answer (each recorded turn's, for
+    a dynamic case, whose checkpoints are checked again turn by turn) goes to its assertions as
+    it did in the recorded run. The new run is a run like any other (stream, -o reports, history,
+    exit codes), marked a rejudge of STREAM. A case whose input changed since then is skipped
+    (not rejudged); one that STREAM does not have is not run, and listed.
+    With no SUITES, those of specrun.yaml. Exit codes as `specrun run`'s; 2 for a bad STREAM.
+    """
+    from .._report.outputs import OutputLocks
+    from .run import _loop_factory, _project_suites
+
+    specs = list(suites) or _project_suites()
+    with OutputLocks() as locks, asyncio.Runner(loop_factory=_loop_factory()) as loop:
+        code = loop.run(_rejudge(stream, specs, flags, locks))
+    raise click.exceptions.Exit(code)
+
+
+async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: Any) -> int:
+    from .._core.errors import UsageError
+    from .._load.problems import display_path
+    from .._report.console import ConsoleReport, clean
+    from .._report.outputs import PRIVATE_FOLDER, private_folder
+    from .._run.session import RunRequest, RunSession
+    from .._run.settings import RunOptions
+    from .main import debugging
+
+    request = RunRequest(
+        inputs=specs,
+        options=RunOptions(min_pass_rate=flags["min_pass_rate"], no_cache=flags["no_cache"]),
+        agent=flags["names"][0] if flags["names"] else None,
+        agents=list(flags["names"]),
+        outputs=list(flags["outputs"]),
+        timeout=flags["timeout"],
+        parallel=flags["parallel"],
+        run_filter=flags["run_filter"],
+        tags=flags["tags"],
+        keywords=flags["keywords"],
+        executor="local",  # the recorded answers are here, not on a cluster's workers
+        verbose=flags["verbose"],
+        history=not flags["no_history"],
+        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+    )
+    recording = Path(stream)
+    for output in request.outputs:  # the recording is read whole first, but it is the evidence: keep it
+        if recording.is_file() and Path(output).resolve() == recording.resolve():
+            raise UsageError(f"-o {output}: that is the stream being rejudged; write the rejudge elsewhere")
+    session = RunSession(request)
+    replay = session.rejudging(stream)  # a bad STREAM: before any suite is read
+    await session.load()
+    session.plan()
+    for note in session.notes:
+        click.echo(note, err=True)
+    if not request.outputs:  # the default stream, under .specrun/runs/
+        private_folder(session.project.root / PRIVATE_FOLDER)
+    locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
+    tracebacks = flags["verbose"] or debugging(click.get_current_context())
+    console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"], tracebacks=tracebacks)
+    console.output_paths = [display_path(Path(o)) for o in session.outputs]
+    click.echo(f"rejudging {replay.recorded.source}: no agent is called", err=True)
+    summary = await session.run(console)
+    if replay.missing:
+        shown = replay.missing[:20] + ([f"and {len(replay.missing) - 20} more"] if len(replay.missing) > 20 else [])
+        click.echo(f"not run: {len(replay.missing)} not in {replay.recorded.source}:", err=True)
+        for line in shown:
+            click.echo(f"  {clean(line)}", err=True)
+    session.discard_stream()
+    return summary.exit_code

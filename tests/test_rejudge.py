@@ -1,0 +1,184 @@
+"""``specrun rejudge``: a recorded run's answers judged again by the current assertions, no agent called."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from support.cli import run_cli
+from support.llm_server import LLMServer, data_section
+
+from specrun._history.store import History
+
+AGENT = """\
+from pathlib import Path
+
+def bot(messages, ctx):
+    with Path(__file__).with_name("calls.txt").open("a") as calls:  # every call counted
+        calls.write(ctx.case_id + "\\n")
+    return "answer to " + messages[-1].text
+"""
+
+RECORDED = """\
+cases:
+  - {id: capital, input: capital of France?, assertions: [{type: contains, value: France}]}
+  - {id: judged, input: say GOOD, assertions: [{type: contains, value: GOOD}]}
+  - {id: edited, input: hello, assertions: [{type: contains, value: hello}]}
+  - id: talk
+    simulator: {type: scripted, turns: [one, two, three]}
+    checkpoints: [{id: third, assertion: {type: contains, value: three}}]
+  - id: chat
+    simulator: {type: scripted, turns: [one, two]}
+    checkpoints: [{id: any, required: false, assertion: {type: contains, value: zzz}}]
+"""
+
+# The same cases with today's assertions: capital's now fails, judged's is a judge; edited asks
+# something else; talk's checkpoint is reached in recorded turn 2, chat's in none; new was never run.
+CURRENT = """\
+cases:
+  - id: capital
+    input: capital of France?
+    assertions: [{type: contains, value: Berlin}, {type: latency, max: 60000}]
+  - {id: judged, input: say GOOD, assertions: [{type: llm, criteria: Says GOOD}]}
+  - {id: edited, input: hello there, assertions: [{type: contains, value: hello}]}
+  - id: talk
+    simulator: {type: scripted, turns: [one, two, three]}
+    checkpoints: [{id: second, assertion: {type: contains, value: two}}]
+  - id: chat
+    simulator: {type: scripted, turns: [one, two]}
+    checkpoints: [{id: seven, assertion: {type: contains, value: seven}}]
+  - {id: new, input: hi, assertions: [{type: contains, value: hi}]}
+"""
+
+
+def judge(body: dict) -> dict:
+    response = data_section(body["messages"][1]["content"])[0]["response"]
+    passed = "GOOD" in response
+    return {"content": {"passed": passed, "score": 1.0 if passed else 0.0, "reason": f"judged {response}"}}
+
+
+def records(path: Path) -> dict[str, dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return {r.get("id", r["type"]): r for r in lines}
+
+
+@pytest.fixture(scope="module")
+def rejudged(tmp_path_factory):
+    """One recorded run, then its rejudge with the current suite over the loopback judge."""
+    root = tmp_path_factory.mktemp("rejudge")
+    (root / "specrun.yaml").write_text("model: openai/gpt-4o-mini\n")
+    (root / "agent_mod.py").write_text(AGENT)
+    (root / "agent.yaml").write_text("target: python:agent_mod:bot\n")
+    (root / "suite.yaml").write_text(RECORDED)
+    first = run_cli(["suite.yaml", "-o", "first.jsonl", "--runs", "2"], root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    calls = (root / "calls.txt").read_text()
+    (root / "suite.yaml").write_text(CURRENT)
+    with LLMServer(responder=judge) as server:
+        env = {**os.environ, "OPENAI_API_BASE": server.base_url, "OPENAI_API_KEY": "test-key-not-secret-123"}
+        done = run_cli(["rejudge", "first.jsonl", "suite.yaml", "-o", "again.jsonl", "-v"], root, env)
+        asked = [data_section(r["messages"][1]["content"])[0]["response"] for r in server.requests]
+    assert (root / "calls.txt").read_text() == calls  # not one call of the agent
+    return root, done, asked
+
+
+def test_a_changed_assertion_judges_the_recorded_output(rejudged):
+    root, done, asked = rejudged
+    assert done.returncode == 1, done.stdout + done.stderr  # capital now fails: a run's exit code
+    again = records(root / "again.jsonl")
+    assert again["capital"]["status"] == "failed"
+    assert again["capital"]["output"] == "answer to capital of France?"
+    assert again["capital"]["assertions"][1]["status"] == "passed"  # the recorded latency, read again
+    assert again["judged"]["status"] == "passed"  # the llm judge, over HTTP, on the recorded answer
+    assert asked == ["answer to say GOOD"] * 2  # once per recorded run
+
+
+def test_every_recorded_run_is_rejudged(rejudged):
+    root, _, _ = rejudged
+    lines = [json.loads(line) for line in (root / "again.jsonl").read_text().splitlines()]
+    assert lines[0]["runs"] == 2
+    runs = sorted((r["id"], r["run"]) for r in lines if r["type"] == "result")
+    assert runs == sorted((c, n) for c in ("capital", "judged", "edited", "talk", "chat") for n in (1, 2))
+
+
+def test_a_case_whose_input_changed_is_not_rejudged(rejudged):
+    root, _, _ = rejudged
+    edited = records(root / "again.jsonl")["edited"]
+    assert edited["status"] == "skipped"
+    assert "input changed since stream first.jsonl" in edited["error"]
+    assert edited["assertions"] == []  # no verdict made up
+
+
+def test_a_case_not_in_the_stream_is_not_run_and_listed(rejudged):
+    root, done, _ = rejudged
+    again = records(root / "again.jsonl")
+    assert "new" not in again
+    assert again["summary"]["not_run"] == 2  # its two runs
+    assert "not run: 2 not in stream first.jsonl" in done.stderr
+    assert "suite.yaml:" in done.stderr and " new (agent " in done.stderr
+
+
+def test_dynamic_checkpoints_are_checked_again_on_the_recorded_turns(rejudged):
+    root, _, _ = rejudged
+    again = records(root / "again.jsonl")
+    talk = again["talk"]
+    assert talk["status"] == "passed"
+    assert [c["reached_at_turn"] for c in talk["checkpoints"]] == [2]
+    assert [t["output"] for t in talk["turns"]] == ["answer to one", "answer to two"]
+    # chat's recording ended on the simulator's word after 2 turns: the new required checkpoint is missed
+    chat = again["chat"]
+    assert chat["status"] == "failed"
+    assert "missing checkpoints: seven" in chat["error"]
+    assert chat["total_turns"] == 2
+
+
+def test_the_rejudge_is_marked_in_its_stream_and_history(rejudged):
+    root, _, _ = rejudged
+    assert records(root / "again.jsonl")["start"]["rejudge"] == "stream first.jsonl"
+    store = History.open(root, {})
+    try:
+        latest = store.runs()[0]
+    finally:
+        store.close()
+    assert latest["argv"][:2] == ["rejudge", "first.jsonl"]
+    assert "(rejudge of first.jsonl)" in run_cli(["history"], root).stdout
+
+
+def test_a_history_run_id_is_a_recorded_run_too(rejudged):
+    root, _, _ = rejudged
+    store = History.open(root, {})
+    try:
+        recorded = store.runs()[-1]["id"]  # the first run: the recorded one
+    finally:
+        store.close()
+    calls = (root / "calls.txt").read_text()
+    done = run_cli(["rejudge", recorded, "suite.yaml", "-o", "third.jsonl", "--run", "capital|talk"], root)
+    assert done.returncode == 1, done.stderr
+    third = records(root / "third.jsonl")
+    assert third["start"]["rejudge"] == f"run {recorded}"
+    assert (third["capital"]["status"], third["talk"]["status"]) == ("failed", "passed")
+    assert (root / "calls.txt").read_text() == calls
+
+
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        (None, "missing.jsonl: no such result stream file"),
+        ('{"type": "start"}\n{"type": "result", "id": \n{"type": "summary"}\n', "bad.jsonl:2: not a JSON record"),
+        ('{"type": "start"}\n[1, 2]\n', "bad.jsonl:2: expected a JSON object"),
+        ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
+        ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
+    ],
+)
+def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
+    root, _, _ = rejudged
+    name = "missing.jsonl"
+    if content is not None:
+        name = "bad.jsonl"
+        (root / name).write_text(content)
+    done = run_cli(["rejudge", name, "suite.yaml", "--no-history"], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert shown in done.stderr
+    assert "Traceback" not in done.stderr
