@@ -28,6 +28,7 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
@@ -80,6 +81,31 @@ def answer(state):
     bad = {"name": "search_flights", "args": "{destination: Oslo", "id": "b1", "error": "not JSON"}
     return {"messages": [AIMessage("", invalid_tool_calls=[bad])], "structured_response": {"flights": 1}}
 
+
+@tool
+def tick(name: str) -> str:
+    """Counts one tick in ticks-<name>.txt."""
+    with Path(__file__).with_name(f"ticks-{name}.txt").open("a") as ticks:
+        ticks.write("tick\\n")
+    return "ticked"
+
+
+def ticker(state):
+    """`tick N name`: N calls of tick, one per step."""
+    _, times, name = [m for m in state["messages"] if m.type == "human"][-1].content.split()
+    ticked = sum(m.type == "tool" for m in state["messages"])
+    if ticked < int(times):
+        return {"messages": [AIMessage("", tool_calls=[{"name": "tick", "args": {"name": name}, "id": f"t{ticked}"}])]}
+    return {"messages": [AIMessage(f"ticked {ticked} times")]}
+
+
+ticks = StateGraph(MessagesState)
+ticks.add_node("model", ticker)
+ticks.add_node("tools", ToolNode([tick]))
+ticks.add_edge(START, "model")
+ticks.add_conditional_edges("model", tools_condition)
+ticks.add_edge("tools", "model")
+ticking = ticks.compile()
 
 hanging = one_node(hang)
 answering = one_node(answer, schema=Answered)
@@ -184,6 +210,10 @@ CASES: list[dict[str, Any]] = [
         ],
         "max_turns": 2,
     },
+    *[
+        {"id": f"{name}-tool-calls", "target": "python:more_graphs:ticking", "input": f"tick 5 {name}", "limits": cap}
+        for name, cap in [("over", {"tool_calls": 2}), ("under", {"tool_calls": 5})]
+    ],
     {
         "id": "hangs",
         "target": "python:more_graphs:hanging",
@@ -365,6 +395,17 @@ def test_the_case_timeout_cancels_the_graph(run, project):
     assert run["hangs"]["status"] == "error"
     assert run["hangs"]["error"] == "timeout after 100ms"
     assert (project / "cancelled.txt").read_text() == "the node was cancelled"
+
+
+def test_a_limit_stops_the_graph_as_soon_as_its_state_goes_over(run, project):
+    over = run["over-tool-calls"]
+    assert over["status"] == "failed"
+    assert over["error"] == "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent)"
+    # The third call was seen in the state before the tools node ran it: two ticks, not five.
+    assert (project / "ticks-over.txt").read_text().count("tick") == 2
+    assert [c["name"] for c in over["tool_calls"]] == ["tick"] * 3
+    assert run["under-tool-calls"]["status"] == "passed"
+    assert (project / "ticks-under.txt").read_text().count("tick") == 5
 
 
 def test_a_graph_that_raises_is_an_error_that_keeps_the_calls_made(run):

@@ -33,6 +33,12 @@ def model(messages, info):
     last = messages[-1]
     said = [p.content for m in messages for p in m.parts if p.part_kind == "user-prompt"][-1]
     returns = [p for p in last.parts if p.part_kind in ("tool-return", "retry-prompt")]
+    if said.startswith("tick "):  # `tick N name`: N calls, one per step, each counted in ticks-name.txt
+        _, times, name = said.split()
+        ticked = sum(p.part_kind == "tool-return" for m in messages for p in m.parts)
+        if ticked < int(times):
+            return ModelResponse(parts=[ToolCallPart("tick", {"name": name})])
+        return ModelResponse(parts=[TextPart(f"ticked {ticked} times")])
     if said == "crash" and returns:  # a second step, once search has returned
         return ModelResponse(parts=[ToolCallPart("boom", {}, "b1")])
     if returns:
@@ -63,6 +69,13 @@ def search(q: str) -> str:
 @agent.tool_plain
 def flaky() -> str:
     raise ModelRetry("the index is busy")
+
+
+@agent.tool_plain
+def tick(name: str) -> str:
+    with open(f"ticks-{name}.txt", "a") as ticks:
+        ticks.write("tick\\n")
+    return "ticked"
 
 
 @agent.tool_plain
@@ -144,6 +157,19 @@ cases:
   - id: bad-option
     input: hi
     options: {model_settings: hot}
+  - id: over-tool-calls
+    input: tick 5 over
+    limits: {tool_calls: 2}
+  - id: under-tool-calls
+    input: tick 5 under
+    limits: {tool_calls: 5}
+  - id: over-tokens
+    input: tick 5 tokens
+    limits: {tokens: 300}
+  - id: over-tool-calls-in-a-conversation
+    simulator: {type: scripted, turns: [tick 5 talk, and again?]}
+    limits: {tool_calls: 2}
+    checkpoints: [{id: ticked, assertion: {type: contains, value: ticked}}]
   - id: hangs-in-a-thread
     input: hang hang_sync
     timeout: 200ms
@@ -248,6 +274,29 @@ def test_a_hanging_tool_is_cut_at_the_case_timeout(run):
     assert run["seconds"] < 10  # nothing waited for the hung tools
     # A sync tool runs in a daemon thread: abandoned at the timeout, it cannot block the exit.
     assert (run["project"] / "daemon.txt").read_text() == "True"
+
+
+def test_a_limit_stops_the_agent_as_soon_as_its_reply_goes_over(run):
+    results, project = run["results"], run["project"]
+    over = results["over-tool-calls"]
+    assert over["status"] == "failed"
+    assert over["error"] == "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent)"
+    # The third call was seen before it ran: the run stopped there, not after its five calls.
+    assert (project / "ticks-over.txt").read_text().count("tick") == 2
+    assert [c["name"] for c in over["tool_calls"]] == ["tick"] * 3
+    assert over["usage"]["total_tokens"] > 0  # what it spent until stopped
+    assert results["under-tool-calls"]["status"] == "passed"
+    assert (project / "ticks-under.txt").read_text().count("tick") == 5
+    tokens = results["over-tokens"]
+    assert tokens["status"] == "failed"
+    assert tokens["error"].startswith("limit exceeded: tokens reached "), tokens["error"]
+    assert (project / "ticks-tokens.txt").read_text().count("tick") < 5
+    talk = results["over-tool-calls-in-a-conversation"]
+    assert talk["status"] == "failed"
+    assert talk["error"] == (
+        "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent) (in turn 1)"
+    )
+    assert (project / "ticks-talk.txt").read_text().count("tick") == 2
 
 
 def test_the_example_runs_offline(tmp_path):

@@ -168,6 +168,40 @@ def test_through_litellm_too_and_a_provider_that_fails_is_an_error_never_a_fail(
     assert done.status == "error" and "different sizes (2 and 1)" in done.message
 
 
+def test_specrun_yaml_gives_similar_a_default_embedding_model_an_assertion_may_override(server, tmp_path):
+    root = project(tmp_path)
+    (root / "specrun.yaml").write_text(
+        "timeout: 10s\nembedding_model: openai/text-embedding-3-small\n"
+        f"model_params: {{api_base: '{server.base_url}', api_key: test-key}}\n"
+    )
+    similar = "{type: similar, value: 'The capital of France is Paris.', threshold: 0.7"
+    (root / "suite.yaml").write_text(
+        f"cases:\n  - id: default\n    input: capital\n    assertions: [{similar}}}]\n"
+        f"  - id: own\n    input: capital\n    assertions: [{similar}, model: openai/own-embedder}}]\n"
+    )
+    before = len(server.requests)
+    done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "--no-cache", "-j", "1"], root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = results(root / "out.jsonl")
+    assert found["default"]["assertions"][0]["details"]["embedder"] == "openai/text-embedding-3-small"
+    assert found["own"]["assertions"][0]["details"]["embedder"] == "openai/own-embedder"
+    assert sorted(r["model"] for r in server.requests[before:]) == ["own-embedder", "text-embedding-3-small"]
+
+
+def test_the_projects_embedding_model_is_the_python_apis_too(server, tmp_path, monkeypatch):
+    from specrun.testing import assert_similar
+
+    (tmp_path / "specrun.yaml").write_text(
+        f"embedding_model: openai/text-embedding-3-small\nmodel_params: {{api_base: '{server.base_url}'}}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    before = len(server.requests)
+    passed, _, _ = assert_similar("your order has shipped", "order shipped", 0.6)
+    assert passed
+    assert [r["model"] for r in server.requests[before:]] == ["text-embedding-3-small"]
+
+
 def test_an_empty_output_fails_and_a_long_one_is_still_judged():
     expected = {"value": "Paris is the capital of France.", "threshold": 0.5}
     empty = check_assertion("similar", expected, "  \n")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+
+from .durations import format_duration as format_duration  # re-exported: the engine imports them from here
+from .durations import parse_duration as parse_duration
 
 Status = Literal["passed", "failed", "error", "skipped"]
 
@@ -29,31 +32,6 @@ TIMEOUT_ERROR = "timeout after"  # how a timed-out run's error begins (the seed'
 DEFAULT_MAX_TURNS = 20
 
 TOOL_CALL_PART = "tool_call"  # the content part of a tool-call input: {type, name, arguments}
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-
-
-def parse_duration(value: str | float | int) -> float:
-    """Seconds from ``90``, ``"30s"``, ``"500ms"``, ``"2m"``, ``"1h"`` or ``"1m30s"``."""
-    if isinstance(value, int | float):
-        return float(value)
-    text = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return float(text)
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"invalid duration {value!r} (use e.g. 30s, 500ms, 2m, 1m30s)")
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    return sum(float(n) * scale[u] for n, u in parts)
-
-
-def format_duration(seconds: float) -> str:
-    """``1.2s``, ``350ms``, ``2.5m``: short and human."""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    return f"{seconds / 60:.1f}m"
 
 
 @dataclass(slots=True)
@@ -469,6 +447,16 @@ class Context:
     accept: str = ENVIRONMENT_DEFAULTS["accept"]
     trace: TraceContext | None = None  # set by specrun for an agent with ``traces:`` on
     mcp_url: str | None = None  # the MCP server of the case's mocked tools (``tools:``), set by specrun
+    # The case's limits watching its agent's reply (set by specrun; see ``progress``).
+    _progress: Callable[[Response], None] | None = field(default=None, repr=False, compare=False)
+
+    def progress(self, so_far: Response) -> None:
+        """Tell specrun what the reply under way has done so far (its tool calls and usage, all of
+        this reply's): called by a session as they happen, from the task awaiting its ``send``. A
+        case that has gone over its ``limits:`` is stopped here: this raises
+        ``asyncio.CancelledError``, which the session lets through to stop its framework."""
+        if self._progress is not None:
+            self._progress(so_far)
 
     def to_dict(self) -> dict[str, Any]:
         # The fields last: an ``extra`` key named like one never hides what ``ctx.<field>`` says.

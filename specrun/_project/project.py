@@ -242,8 +242,8 @@ class Project:
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,
         generators, reporters). Not with the case's mocked tools: those are its agent's."""
-        if context.mcp_url is not None:
-            context = replace(context, mcp_url=None)
+        if context.mcp_url is not None or context._progress is not None:  # the case agent's, not this one's
+            context = replace(context, mcp_url=None, _progress=None)
         session = self.session(self.agent(agent_id), context)
         try:
             return Response.of(await session.send(messages))

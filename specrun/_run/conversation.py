@@ -199,7 +199,17 @@ class Conversation:
             last_user = self.history[-1]
             user_text = last_user.text
             try:
-                response = in_turn(Response.of(await self.session.send(list(self.history))), self.turn)
+                with self.meter.watching():
+                    replied = await self.session.send(list(self.history))
+                response = in_turn(Response.of(replied), self.turn)
+            except LimitExceeded as over:  # stopped mid-reply: what it had done is kept
+                if self.meter.so_far is not None:
+                    self.response = in_turn(self.meter.so_far, self.turn)
+                    self.trajectory.add(self.response)
+                    if self.response.usage is not None:  # on the result; the meter has it already
+                        self.spent = True
+                        self.usage.add(self.response.usage)
+                raise _Stop("failed", f"{over} (in turn {self.turn})") from None
             except SpecrunError as exc:
                 failed = getattr(exc, "response", None)  # a failed turn's calls and cost are kept
                 if failed is not None:

@@ -6,15 +6,19 @@ error: the agent did too much) with a message naming the limit, the value reache
 was counted. ``tool_calls`` and ``turns`` count the agent's; ``tokens`` and ``cost`` count the
 agent's usage as reported, and separately the judges' and the simulator's, each against the
 limit; ``seconds`` bounds the case's time from its first call to the agent (a dynamic case's
-simulator and checkpoints included), cutting a reply short. A case
+simulator and checkpoints included), cutting a reply short. A session that reports its reply
+as it goes (``Context.progress``: a framework adapter's tool calls and usage) is stopped as soon
+as that goes over ``tool_calls``, ``tokens`` or ``cost``, mid-reply (``Meter.watching``). A case
 over a limit stops there: its assertions are not judged, a dynamic case asks for no further turn.
 A limit on what the agent did not report (its tool calls, its usage, a cost) is an ``error``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._core.data import Response, Status, Usage
@@ -52,6 +56,9 @@ class Meter:
         self.spent: dict[str, Usage] = {}  # by source (SOURCES), made when it first spends
         self.tool_calls = 0
         self.started = time.perf_counter()
+        self.replying: asyncio.Task[Any] | None = None  # the task awaiting the reply being watched
+        self.so_far: Response | None = None  # what that reply reported it has done so far
+        self.stopped: LimitExceeded | None = None  # why the meter stopped it
 
     def _over(self, key: str, value: float, where: str, what: str = "") -> None:
         limit = self.limits.get(key)
@@ -84,6 +91,44 @@ class Meter:
         if unknown and response.usage is None:
             raise LimitUnknown(f"limits.{unknown[0]} cannot be checked: the agent reported no usage")
         self.spend(response.usage, "agent")
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Around the agent's reply, in the task awaiting it: what it reports as it goes
+        (``observe``) is counted, and once over a limit the reply is stopped by a cancellation
+        that leaves here as ``LimitExceeded`` (whatever the framework made of it on the way).
+        A cancellation from outside (``--fail-fast``, a signal) stays one."""
+        task = asyncio.current_task()
+        self.replying, self.so_far, self.stopped = task, None, None
+        try:
+            yield
+        except BaseException:
+            if self.stopped is None or (task is not None and task.cancelling()):
+                raise
+            raise self.stopped from None
+        finally:
+            self.replying = None
+
+    def observe(self, so_far: Response) -> None:
+        """``Context.progress``: the reply under way has done ``so_far``; over ``tool_calls``,
+        ``tokens`` or ``cost`` with it, the reply is stopped (``asyncio.CancelledError``). Told
+        outside the watched task (a thread, another task), it is only counted at the reply's end."""
+        if self.replying is None or asyncio.current_task() is not self.replying:
+            return
+        self.so_far = so_far
+        try:
+            if so_far.tools_reported:
+                self._over("tool_calls", self.tool_calls + len(so_far.tool_calls), "agent")
+            if so_far.usage is not None:
+                total = Usage()
+                total.add(self.spent.get("agent"))
+                total.add(so_far.usage)
+                self._over("tokens", total.total_tokens, "agent")
+                if total.cost is not None:
+                    self._over("cost", total.cost, "agent")
+        except LimitExceeded as over:
+            self.stopped = over
+            raise asyncio.CancelledError(str(over)) from None
 
     def turn(self, number: int) -> None:
         """Before turn ``number`` of a dynamic case: ``LimitExceeded`` when it would be one too many."""

@@ -51,7 +51,7 @@ from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
 from .deadline import within
 from .lifecycle import Lifecycle
-from .limits import Meter, case_limits, judged_answer
+from .limits import LimitExceeded, Meter, case_limits, judged_answer
 from .plan import case_needs_model
 from .proctree import kill_all
 from .settings import RunOptions
@@ -409,8 +409,9 @@ class Runner:
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
         target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
-        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
         meter = Meter(case_limits(case.limits, self.project.config))
+        ctx._progress = meter.observe  # before the session is made: it may keep a copy of ctx
+        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
         try:
             if case.dynamic:
                 from .conversation import run_conversation
@@ -421,9 +422,15 @@ class Runner:
             started = time.perf_counter()
             answer = session.send(case.input)
             eager = not target.rate_limited and inspect.iscoroutine(answer)  # see specrun._run.deadline
-            response = in_turn(Response.of(await within(answer, meter.budget(timeout), eager)), turn_of(case.input))
+            with meter.watching():
+                replied = await within(answer, meter.budget(timeout), eager)
+            response = in_turn(Response.of(replied), turn_of(case.input))
             if response.latency_ms is None:
                 response.latency_ms = (time.perf_counter() - started) * 1000
+        except LimitExceeded as over:  # stopped mid-reply: what it had done is kept
+            done = in_turn(meter.so_far, turn_of(case.input))
+            usage = done.usage if done else None
+            return Result(case, "failed", run=job.run, error=str(over), response=done, usage=usage)
         except TimeoutError:
             if over_time := meter.out_of_time(timeout):
                 return Result(case, "failed", run=job.run, error=over_time)
@@ -439,6 +446,7 @@ class Runner:
             error = f"agent error: {type(exc).__name__}: {exc}"
             return Result(case, "error", run=job.run, error=error, traceback=user_traceback(exc))
         finally:
+            ctx._progress = None  # the context outlives the case on its result; the meter need not
             if type(session).close is not Session.close:  # else nothing to release (nor to time)
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(10):

@@ -9,7 +9,8 @@ Each setting is taken from the first place that has it:
 3. the file: ``test-config.yaml`` in the working directory, or the file named by
    ``SPECRUN_TEST_CONFIG`` (alias: Agent Kernel's ``AK_TEST_CONFIG_PATH_OVERRIDE``);
 4. the project: inside a specrun project (a ``specrun.yaml`` at or above the working directory),
-   its ``judge_model`` (else ``model``), ``model_params``, ``retries`` and ``compare_mode``;
+   its ``judge_model`` (else ``model``), ``embedding_model``, ``model_params``, ``retries`` and
+   ``compare_mode``;
 5. the default: mode ``fallback``, threshold 0.8 (the ``match`` assertion's), evaluator ``default``.
 
 Using an Agent Kernel name is said once per process, as a :class:`AliasWarning`.
@@ -245,6 +246,7 @@ def _project_settings(config: TestConfig, cwd: Path) -> None:
         return
     project = found[1]
     config.llm.project_model = project.get("judge_model") or project.get("model")
+    config.llm.embedding_model = project.get("embedding_model")  # the similar assertion's default too
     config.llm.params = dict(project.get("model_params") or {})
     config.llm.retries = project.get("retries")
     if project.get("compare_mode"):

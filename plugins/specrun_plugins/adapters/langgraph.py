@@ -128,11 +128,15 @@ class GraphSession(Session):
             given = {"messages": [*self.history, *fresh]}
         state: Any = None
         try:
-            # Streamed, not ainvoke'd: when a node fails, the last state says what was done before.
-            async for chunk in self.graph.astream(given, config, stream_mode="values", **extra):
-                # An interrupt comes with the state (newer LangGraph) or after it, alone (1.0).
-                alone = isinstance(chunk, dict) and isinstance(state, dict) and chunk.keys() == {"__interrupt__"}
-                state = {**state, **chunk} if alone else chunk
+            # Streamed, not ainvoke'd: when a node fails, the last state says what was done before;
+            # and each state, before the next node runs, tells the case's limits what was done so far.
+            stream = self.graph.astream(given, config, stream_mode="values", **extra)
+            async with contextlib.aclosing(stream):  # stopped by a limit: the graph stops now
+                async for chunk in stream:
+                    # An interrupt comes with the state (newer LangGraph) or after it, alone (1.0).
+                    alone = isinstance(chunk, dict) and isinstance(state, dict) and chunk.keys() == {"__interrupt__"}
+                    state = {**state, **chunk} if alone else chunk
+                    self.progress(state, known, turn)
         except Exception as exc:
             detail = f": {exc}" if str(exc) else ""
             error = TargetError(f"agent error: {type(exc).__name__}{detail}")
@@ -140,6 +144,14 @@ class GraphSession(Session):
                 error.response = self.read(state, known, turn)
             raise error from exc
         return self.read(state, known, turn)
+
+    def progress(self, state: Any, known: set[str], turn: int) -> None:
+        """What the run has done so far, to ``Context.progress`` (which stops it over a limit)."""
+        from ._langchain import read_turn
+
+        found = state.get("messages") if isinstance(state, dict) else None
+        if isinstance(found, list):
+            self.context.progress(read_turn([m for m in found if getattr(m, "id", None) not in known], turn))
 
     async def resume_thread(self, config: dict[str, Any]) -> None:
         """Start from what the case's own thread holds already: its messages are not this turn's,

@@ -81,7 +81,7 @@ class PydanticAISession(Session):
         turn = max(1, sum(m.role == "user" for m in messages))
         with capture_run_messages() as captured, self.agent.using_thread_executor(run_blocking.executor):
             try:
-                result = await self.agent.run(prompt, message_history=history or None, **self.options)
+                result = await self.run(prompt, history, turn)
             except Exception as exc:
                 # What the agent did before it failed (its calls, its tokens) stays on the case.
                 failed = TargetError(f"agent error: {type(exc).__name__}: {exc}")
@@ -89,6 +89,20 @@ class PydanticAISession(Session):
                 raise failed from exc
         self.history, self.seen = result.all_messages(), len(messages)
         return read_run(result.new_messages(), turn, result)
+
+    async def run(self, prompt: Any, history: list[Any], turn: int) -> Any:
+        """One run of the agent, node by node: before each node runs (a model response's tool
+        calls before they are made), what the run did so far goes to ``Context.progress``, which
+        stops it once the case is over its limits. An agent with an ``event_stream_handler`` of
+        its own is run whole by ``agent.run``, which alone calls that handler."""
+        assert self.options is not None
+        if getattr(self.agent, "event_stream_handler", None) is not None:
+            return await self.agent.run(prompt, message_history=history or None, **self.options)
+        async with self.agent.iter(prompt, message_history=history or None, **self.options) as run:
+            outputs = _output_tools(run)
+            async for _node in run:
+                self.context.progress(read_run(run.new_messages(), turn, outputs=outputs))
+        return run.result
 
 
 def run_options(agent: Any, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,11 +216,12 @@ def user_content(message: Message) -> Any:
 # -- what the agent did, from the framework's messages ------------------------------------------
 
 
-def read_run(made: list[Any], turn: int, result: Any = None) -> Response:
+def read_run(made: list[Any], turn: int, result: Any = None, outputs: frozenset[str] = frozenset()) -> Response:
     """The ``Response`` of one run of user turn ``turn``: ``made`` are the messages the run added,
-    ``result`` its ``AgentRunResult``; None when the run failed, and a call it left unanswered
-    then failed with it."""
-    output_tool = _output_tool(result)
+    ``result`` its ``AgentRunResult``; None when the run failed (or is under way), and a call it
+    left unanswered then failed with it. ``outputs``: the names of the run's output tools."""
+    if (output_tool := _output_tool(result)) is not None:
+        outputs = outputs | {output_tool}
     calls: list[ToolCall] = []
     pending: dict[str, list[ToolCall]] = {}  # call id -> calls not answered yet (a model may reuse an id)
     usage = Usage()
@@ -217,7 +232,7 @@ def read_run(made: list[Any], turn: int, result: Any = None) -> Response:
             usage.add(_usage(message.usage))
         for part in message.parts:
             kind = part.part_kind
-            if kind in ("tool-call", "builtin-tool-call") and part.tool_name != output_tool:
+            if kind in ("tool-call", "builtin-tool-call") and part.tool_name not in outputs:
                 call = ToolCall(part.tool_name, part.args_as_dict(), id=part.tool_call_id, step=step, turn=turn)
                 calls.append(call)
                 pending.setdefault(part.tool_call_id, []).append(call)
@@ -253,6 +268,13 @@ def _jsonable(value: Any) -> Any:
     import pydantic_core
 
     return pydantic_core.to_jsonable_python(value, fallback=str)
+
+
+def _output_tools(run: Any) -> frozenset[str]:
+    # The output tools of a run under way (a structured ``output_type``): a call to one is how the
+    # run ends, not a tool call. The run keeps them on its graph's deps only.
+    toolset = getattr(getattr(getattr(run.ctx, "deps", None), "output_schema", None), "toolset", None)
+    return frozenset(getattr(toolset, "processors", None) or ())
 
 
 def _output_tool(result: Any) -> str | None:

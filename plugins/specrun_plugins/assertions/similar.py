@@ -3,7 +3,8 @@
 By default the embedder is WordLlama, a static-embedding model whose weights ship inside its
 wheel (the ``specrun[similar]`` extra): no key, no network, ~0.4 s to load once per process and
 tens of microseconds per sentence. ``model: <litellm embedding model>`` uses a provider's
-embeddings instead, through the run's model client (retried and cached like judge calls).
+embeddings instead, through the run's model client (retried and cached like judge calls); an
+assertion without one uses ``embedding_model`` of ``specrun.yaml`` when the project sets it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ._common import as_list, show
 
 INSTALL = "pip install 'specrun[similar]'"
 LOCAL_EMBEDDER = "wordllama l2_supercat 256"  # what a verdict names as its embedder
+DEFAULT_MODEL_KEY = "embedding_model"  # specrun.yaml's default ``model:`` (Agent Kernel's name for it)
 
 INLINE_CHARS = 4_000  # texts up to this long are embedded on the event loop (~0.2 ms); longer, in a thread
 _lock = threading.Lock()
@@ -116,13 +118,14 @@ class Similar(AssertionType):
 
     @classmethod
     def uses_model(cls, assertion: Assertion, config: dict[str, Any]) -> bool:
-        return "model" in assertion.params
+        return "model" in assertion.params or bool(config.get(DEFAULT_MODEL_KEY))
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         expected: list[str] = as_list(assertion.params["value"])
         threshold = float(assertion.params["threshold"])
         text = check.response.text
-        model = assertion.params.get("model")
+        config = check.services.config if check.services is not None else {}
+        model = assertion.params.get("model") or config.get(DEFAULT_MODEL_KEY)
         if not text.strip():  # nothing to embed (a provider refuses an empty input): like nothing said
             return Verdict(False, "output is empty", expected=assertion.params["value"], actual=text, score=0.0)
         usage = None
