@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import signal
 import time
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.data import (
     ENVIRONMENT_DEFAULTS,
-    TIMEOUT_ERROR,
     Agent,
     Case,
     Context,
@@ -37,7 +35,7 @@ from .._core.data import (
     Response,
     format_duration,
 )
-from .._core.errors import ReportError, SpecrunError, TargetError
+from .._core.errors import ReportError, SpecrunError
 from .._core.kinds import CaseCancelled, Check, Job, Session
 from .._core.results import Result, RunInfo
 from .._core.services import Services
@@ -49,14 +47,13 @@ from .._report.stability import Aggregator, exit_code
 from .._report.stream import ResultStream, sharing_scans
 from .blocking import run_blocking
 from .case_hooks import call_hook, case_hook_dirs, load_hook
-from .deadline import within
 from .lifecycle import Lifecycle
-from .limits import LimitExceeded, Meter, case_limits, judged_answer
+from .limits import Meter, case_limits, judged_answer
 from .plan import case_needs_model
 from .proctree import kill_all
+from .reply import reply
 from .settings import RunOptions
 from .tracebacks import user_traceback
-from .turns import in_turn, turn_of
 
 if TYPE_CHECKING:
     from .plan import Jobs  # the jobs of a run, made as the workers take them
@@ -419,39 +416,16 @@ class Runner:
                 return await run_conversation(
                     job, session, ctx, services, self.plugins.registry, timeout, self.options.simulator, meter
                 )
-            started = time.perf_counter()
-            answer = session.send(case.input)
-            eager = not target.rate_limited and inspect.iscoroutine(answer)  # see specrun._run.deadline
-            with meter.watching():
-                replied = await within(answer, meter.budget(timeout), eager)
-            response = in_turn(Response.of(replied), turn_of(case.input))
-            if response.latency_ms is None:
-                response.latency_ms = (time.perf_counter() - started) * 1000
-        except LimitExceeded as over:  # stopped mid-reply: what it had done is kept
-            done = in_turn(meter.so_far, turn_of(case.input))
-            usage = done.usage if done else None
-            return Result(case, "failed", run=job.run, error=str(over), response=done, usage=usage)
-        except TimeoutError:
-            if over_time := meter.out_of_time(timeout):
-                return Result(case, "failed", run=job.run, error=over_time)
-            return Result(case, "error", run=job.run, error=f"{TIMEOUT_ERROR} {format_duration(timeout)}")
-        except TargetError as exc:  # what the agent did before it failed (its calls, its cost) is kept
-            done = in_turn(exc.response, turn_of(case.input))
-            result = Result(case, "error", run=job.run, error=str(exc), response=done, usage=done and done.usage)
-            result.traceback = user_traceback(exc)
-            return result
-        except SpecrunError as exc:
-            return Result(case, "error", run=job.run, error=str(exc))
-        except Exception as exc:
-            error = f"agent error: {type(exc).__name__}: {exc}"
-            return Result(case, "error", run=job.run, error=error, traceback=user_traceback(exc))
+            answer = await reply(job, session, target.rate_limited, meter, timeout)
         finally:
             ctx._progress = None  # the context outlives the case on its result; the meter need not
             if type(session).close is not Session.close:  # else nothing to release (nor to time)
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(10):
                         await session.close()
-        check = Check(response, case, ctx, services, case.input, target.name)
+        if isinstance(answer, Result):  # none to judge
+            return answer
+        check = Check(answer, case, ctx, services, case.input, target.name)
         return await judged_answer(check, target.success_states, self.plugins.registry, timeout, meter, job.run)
 
     # -- results --------------------------------------------------------------------------------
