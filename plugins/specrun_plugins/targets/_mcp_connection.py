@@ -25,8 +25,9 @@ from typing import Any
 
 from specrun.plugin import ProcessTree, TargetError, shorten
 
+from ._bounds import MESSAGE_LIMIT, bounded_client, over_bound
+
 STDERR_LIMIT = 16384
-LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; a tool may return a large image
 CLOSE_WAIT = 10.0  # seconds a closing connection may take (the server's grace included)
 
 
@@ -170,8 +171,9 @@ class Connection:
 
         # The SDK's own timeouts (30 s, 300 s to read a stream); the case timeout comes first.
         timeout = httpx2.Timeout(30.0, read=300.0)
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=self.server.headers, timeout=timeout))
-        return streamable_http_client(str(self.server.url), http_client=http)
+        http = await stack.enter_async_context(bounded_client(httpx2, headers=self.server.headers, timeout=timeout))
+        # One SSE event is one message: the same bound as a stdio line (the SDK's default is 1 MiB).
+        return streamable_http_client(str(self.server.url), http_client=http, max_sse_event_size=MESSAGE_LIMIT)
 
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -191,7 +193,7 @@ class Connection:
                 cwd=server.cwd,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **server.env, **tree.env},
                 start_new_session=hasattr(os, "killpg"),
-                limit=LINE_LIMIT,
+                limit=MESSAGE_LIMIT,  # one JSON-RPC message per line
             )
         except OSError as exc:
             raise TargetError(f"cannot start {server.where}: {exc}") from None
@@ -202,19 +204,56 @@ class Connection:
         to_session, from_server = anyio.create_memory_object_stream[Any](0)
         to_server, from_session = anyio.create_memory_object_stream[Any](0)
 
+        pending: set[Any] = set()  # the ids of requests sent and not answered yet
+
         async def read() -> None:
             async with to_session:
-                while line := await stdout.readline():
-                    try:
-                        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError as exc:
-                        await to_session.send(exc)
-                        continue
-                    await to_session.send(SessionMessage(message))
+                with contextlib.suppress(asyncio.IncompleteReadError):  # the server's stdout closed
+                    while line := await next_line():
+                        try:
+                            message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        except ValueError as exc:
+                            await to_session.send(exc)
+                            continue
+                        if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+                            pending.discard(message.id)
+                        await to_session.send(SessionMessage(message))
+
+        async def next_line() -> bytes:
+            """The next line within the bound. A longer one is dropped, never held whole, and
+            fails the calls in flight: it answered one of them, and which cannot be read."""
+            while True:
+                try:
+                    return await stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError as end:
+                    if end.partial:  # a last line without its newline
+                        return end.partial
+                    raise
+                except asyncio.LimitOverrunError as over:
+                    failure = mcp_types.ErrorData(
+                        code=mcp_types.INTERNAL_ERROR, message=over_bound(over.consumed, "read without a newline")
+                    )
+                    for request in list(pending):
+                        reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=request, error=failure)
+                        await to_session.send(SessionMessage(reply))
+                    pending.clear()
+                    await skip(over.consumed)
+
+        async def skip(consumed: int) -> None:
+            """Drop the rest of an overlong line, at most the bound at a time."""
+            while True:
+                await stdout.readexactly(consumed)
+                try:
+                    await stdout.readuntil(b"\n")
+                    return
+                except asyncio.LimitOverrunError as over:
+                    consumed = over.consumed
 
         async def write() -> None:
             async with from_session:
                 async for item in from_session:
+                    if isinstance(item.message, mcp_types.JSONRPCRequest):
+                        pending.add(item.message.id)
                     stdin.write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
                     await stdin.drain()
 
