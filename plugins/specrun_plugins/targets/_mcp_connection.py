@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
+import logging
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -160,15 +163,22 @@ class Connection:
         try:
             return await self._client.call_tool(name, arguments)
         except Exception as exc:
-            if self._proc is not None:  # a server that went away: its exit code says more than the SDK's error
+            proc = self._proc
+            if proc is not None and proc.stdout is not None and proc.stdout.at_eof():
+                # a server that went away: its exit code says more than the SDK's error (one
+                # that is still there, refusing a reply past the bound, is not waited for)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._proc.wait(), 1.0)
+                    await asyncio.wait_for(proc.wait(), 1.0)
             raise TargetError(self._failure(_reason(_unwrap(exc)), f"on tools/call {name}")) from None
 
     async def _http(self, stack: contextlib.AsyncExitStack) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        # The SDK logs a reply it refuses (one past the bound) with its traceback; the case's
+        # error says it, so without a logging setup of the user's nothing reaches stderr.
+        if not (sdk := logging.getLogger("mcp")).handlers:
+            sdk.addHandler(logging.NullHandler())
         # The SDK's own timeouts (30 s, 300 s to read a stream); the case timeout comes first.
         timeout = httpx2.Timeout(30.0, read=300.0)
         http = await stack.enter_async_context(bounded_client(httpx2, headers=self.server.headers, timeout=timeout))
@@ -221,7 +231,7 @@ class Connection:
 
         async def next_line() -> bytes:
             """The next line within the bound. A longer one is dropped, never held whole, and
-            fails the calls in flight: it answered one of them, and which cannot be read."""
+            fails the call it answers (every call in flight, when its first bytes do not say)."""
             while True:
                 try:
                     return await stdout.readuntil(b"\n")
@@ -230,24 +240,23 @@ class Connection:
                         return end.partial
                     raise
                 except asyncio.LimitOverrunError as over:
-                    failure = mcp_types.ErrorData(
-                        code=mcp_types.INTERNAL_ERROR, message=over_bound(over.consumed, "read without a newline")
-                    )
-                    for request in list(pending):
+                    head = await stdout.readexactly(over.consumed)
+                    message = over_bound(over.consumed, "read without a newline")
+                    failure = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
+                    for request in _answered(head, pending):
+                        pending.discard(request)
                         reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=request, error=failure)
                         await to_session.send(SessionMessage(reply))
-                    pending.clear()
-                    await skip(over.consumed)
+                    await skip()
 
-        async def skip(consumed: int) -> None:
+        async def skip() -> None:
             """Drop the rest of an overlong line, at most the bound at a time."""
             while True:
-                await stdout.readexactly(consumed)
                 try:
                     await stdout.readuntil(b"\n")
                     return
                 except asyncio.LimitOverrunError as over:
-                    consumed = over.consumed
+                    await stdout.readexactly(over.consumed)
 
         async def write() -> None:
             async with from_session:
@@ -298,6 +307,17 @@ async def _quietly(work: Callable[[], Awaitable[None]]) -> None:
     """A pipe task: a pipe that breaks as the server exits ends it, not the connection."""
     with contextlib.suppress(OSError, ValueError, RuntimeError):
         await work()
+
+
+_ANSWER = re.compile(rb'\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
+
+
+def _answered(head: bytes, pending: set[Any]) -> set[Any]:
+    """The request an overlong line answers when its first bytes say (as the Python SDK writes a
+    reply: ``{"jsonrpc":"2.0","id":...``), else every request in flight."""
+    match = _ANSWER.match(head, 0, 256)
+    request = json.loads(match[1]) if match else None
+    return {request} if request in pending else set(pending)
 
 
 def _unwrap(exc: BaseException) -> BaseException:
