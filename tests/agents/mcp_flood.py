@@ -22,7 +22,8 @@ for line in sys.stdin.buffer:
     method, params = request["method"], request.get("params") or {}
     if method == "initialize":
         info = {"name": "flood", "version": "1"}
-        answer = {"result": {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": info}}
+        version = params["protocolVersion"]
+        answer = {"result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}}
     elif method == "tools/list":
         answer = {"result": {"tools": TOOLS}}
     elif method == "tools/call" and params["name"] == "huge":
