@@ -240,7 +240,7 @@ class Connection:
                         return end.partial
                     raise
                 except asyncio.LimitOverrunError as over:
-                    head = await stdout.readexactly(over.consumed)
+                    head = await drop(over.consumed)
                     message = over_bound(over.consumed, "read without a newline")
                     failure = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
                     for request in _answered(head, pending):
@@ -256,7 +256,14 @@ class Connection:
                     await stdout.readuntil(b"\n")
                     return
                 except asyncio.LimitOverrunError as over:
-                    await stdout.readexactly(over.consumed)
+                    await drop(over.consumed)
+
+        async def drop(count: int) -> bytes:
+            """Drop ``count`` buffered bytes a MiB at a time (never copied whole); the first ones."""
+            head = b""
+            while count > 0 and (chunk := await stdout.read(min(count, 2**20))):
+                head, count = head or chunk[:256], count - len(chunk)
+            return head
 
         async def write() -> None:
             async with from_session:
