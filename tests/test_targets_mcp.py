@@ -23,7 +23,7 @@ TOKEN = "mcp-test-token-4711"
 def http_url():
     http_app = agent_module("mcp_tools").http_app
 
-    # the tool huge's calls of 65 and 66 MiB are answered with 80 MiB of JSON and of SSE
+    # the tool huge's calls of 65 and 66 MiB are answered with 65 MiB of JSON and of SSE
     floods = {b'"megabytes":65': b"application/json", b'"megabytes":66': b"text/event-stream"}
     with serving(lambda port: flooding(http_app(TOKEN), floods)) as port:
         yield f"http://127.0.0.1:{port}/mcp"

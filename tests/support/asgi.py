@@ -33,11 +33,11 @@ def serving(make: Callable[[int], Any]) -> Iterator[int]:
         thread.join(10)
 
 
-FLOOD = 80 * 2**20  # past the mcp and a2a targets' 64 MiB bound, and finite: a failing test ends
+FLOOD = 65 * 2**20  # past the mcp and a2a targets' 64 MiB bound, and finite: a failing test ends
 
 
 def flooding(inner: Any, floods: dict[bytes, bytes]) -> Any:
-    """``inner``, except that a POST whose body holds a key of ``floods`` is answered with 80 MiB
+    """``inner``, except that a POST whose body holds a key of ``floods`` is answered with 65 MiB
     of that content type (``text/event-stream``: one ``data:`` line; else an unclosed JSON
     string), without a Content-Length: a reply only counting its bytes can bound."""
 
