@@ -8,7 +8,8 @@ cancelling the awaiting task, as a case timeout does, cancels the call there).
 
 A stdio server is started here, not by the SDK's ``stdio_client``, so that it is an agent
 process like the ``process`` target's: its own process group with specrun's tag, stopped with
-everything it started (:class:`specrun.plugin.ProcessTree`), its stderr kept for error messages.
+everything it started (:class:`specrun.plugin.ProcessTree`), its stderr kept for error messages,
+and its stdout read a line at a time within ``MESSAGE_LIMIT`` (an overlong line fails its call).
 The ``mcp`` package is imported only in this thread's functions.
 """
 
