@@ -9,9 +9,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from support.asgi import serving
+from support.asgi import flooding, serving
 from support.cli import run_cli
 from support.modules import agent_module
+
+FLOODS = {b"flood json": b"application/json", b"flood sse": b"text/event-stream"}  # answered with 65 MiB
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +23,7 @@ def agents():
 
     with (
         serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=False)) as plain,
-        serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=True)) as streaming,
+        serving(lambda port: flooding(app(f"http://127.0.0.1:{port}/", streaming=True), FLOODS)) as streaming,
         serving(lambda port: app(f"http://127.0.0.1:{port}/", streaming=True, version="0.3")) as legacy,
     ):
         urls = {"plain": plain, "streaming": streaming, "legacy": legacy}
@@ -109,3 +111,24 @@ def test_an_agent_that_is_not_there_makes_each_case_an_error(tmp_path):
     [record] = results(tmp_path / "out.jsonl")
     assert record["status"] == "error"
     assert record["error"].startswith(f"cannot use the agent card of http://127.0.0.1:{port}/: ")
+
+
+def test_a_reply_past_the_bound_fails_its_case_and_the_next_case_runs(tmp_path, agents):
+    url = agents["streaming"]
+    (tmp_path / "specrun.yaml").write_text("")
+    suite = {
+        "target": {"type": "a2a", "url": url},
+        "cases": [
+            {"id": "json", "input": "flood json"},
+            {"id": "sse", "input": "flood sse"},  # one endless data: line
+            {"id": "next", "input": "hi", "assert": [{"type": "equals", "value": "echo: hi (turn 1)"}]},
+        ],
+    }
+    (tmp_path / "suite.yaml").write_text(json.dumps(suite))
+    done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "-j", "1"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    got = {r["id"]: r for r in results(tmp_path / "out.jsonl")}
+    assert {case: r["status"] for case, r in got.items()} == {"json": "error", "sse": "error", "next": "passed"}
+    for case in ("json", "sse"):
+        assert got[case]["error"].startswith(f"A2A agent {url}: ")
+        assert "a reply over the 64 MiB bound (67,1" in got[case]["error"]

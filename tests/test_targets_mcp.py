@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.asgi import serving
+from support.asgi import flooding, serving
 from support.cli import run_cli
 from support.modules import agent_module
 
 AGENTS = Path(__file__).parent / "agents"
 TOOLS = str(AGENTS / "mcp_tools.py")
+FLOOD = str(AGENTS / "mcp_flood.py")
 TOKEN = "mcp-test-token-4711"
 
 
@@ -22,7 +23,9 @@ TOKEN = "mcp-test-token-4711"
 def http_url():
     http_app = agent_module("mcp_tools").http_app
 
-    with serving(lambda port: http_app(TOKEN)) as port:
+    # the tool huge's calls of 65 and 66 MiB are answered with 65 MiB of JSON and of SSE
+    floods = {b'"megabytes":65': b"application/json", b'"megabytes":66': b"text/event-stream"}
+    with serving(lambda port: flooding(http_app(TOKEN), floods)) as port:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
@@ -103,6 +106,21 @@ def test_a_stdio_server_answers_each_case_with_its_tool_result(tmp_path):
     assert not alive(got["server-pid"]["output"]["result"])
 
 
+def test_a_stdio_line_past_the_bound_fails_its_case_and_the_next_case_runs(tmp_path):
+    suite = """
+cases:
+  - {id: huge, input: {tool: huge}}
+  - {id: next, input: {tool: add, arguments: {a: 2, b: 3}}, assert: [{type: equals, value: "5"}]}
+"""
+    root = project(tmp_path, {"type": "mcp", "command": [FLOOD]}, suite)
+    done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "-j", "1"], root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    got = results(root / "out.jsonl")
+    assert {case: r["status"] for case, r in got.items()} == {"huge": "error", "next": "passed"}
+    assert "failed (MCPError: a reply over the 64 MiB bound (67,1" in got["huge"]["error"]
+    assert got["huge"]["error"].endswith(" bytes read without a newline)) on tools/call huge")
+
+
 BAD_SUITE = """
 cases:
   - id: typo
@@ -138,13 +156,31 @@ def test_an_unknown_tool_or_bad_arguments_stop_the_run_at_the_case(tmp_path, htt
     assert TOKEN not in done.stdout + done.stderr
 
 
+def test_an_http_reply_past_the_bound_fails_its_case_and_the_next_case_runs(tmp_path, http_url, monkeypatch):
+    monkeypatch.setenv("MCP_TOKEN", TOKEN)
+    target = {"type": "mcp", "url": http_url, "headers": {"Authorization": "Bearer ${MCP_TOKEN}"}}
+    suite = """
+cases:
+  - {id: json, input: {tool: huge, arguments: {megabytes: 65}}}
+  - {id: sse, input: {tool: huge, arguments: {megabytes: 66}}}
+  - {id: next, input: {tool: add, arguments: {a: 2, b: 3}}, assert: [{type: equals, value: {result: 5}}]}
+"""
+    root = project(tmp_path, target, suite)
+    done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "-j", "1"], root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    got = results(root / "out.jsonl")
+    assert {case: r["status"] for case, r in got.items()} == {"json": "error", "sse": "error", "next": "passed"}
+    assert "a reply over the 64 MiB bound (67,1" in got["json"]["error"]
+    assert "67108864 byte limit" in got["sse"]["error"] or "64 MiB bound" in got["sse"]["error"]
+
+
 def test_validate_lists_the_servers_tools_over_http(tmp_path, http_url, monkeypatch):
     monkeypatch.setenv("MCP_TOKEN", TOKEN)
     target = {"type": "mcp", "url": http_url, "headers": {"Authorization": "Bearer ${MCP_TOKEN}"}}
     root = project(tmp_path, target, "cases: [{id: one, input: {tool: add, arguments: {a: 1, b: 2}}}]")
     done = run_cli(["validate", "suite.yaml", "--tools"], root)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"agent {root.name}: MCP server {http_url}: 7 tools" in done.stdout
+    assert f"agent {root.name}: MCP server {http_url}: 8 tools" in done.stdout
     assert "  add(a: integer, b: integer)\n      Add two integers." in done.stdout
     assert "  lookup(city: string)" in done.stdout and "ok: 1 cases in 1 suite files" in done.stdout
     # without the token the server refuses: validate cannot check the case, and says why

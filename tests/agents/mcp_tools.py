@@ -54,6 +54,12 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool(structured_output=False)
+def huge(megabytes: int) -> str:
+    """A text of ``megabytes`` MiB: a reply past the mcp target's bound."""
+    return "x" * (megabytes << 20)
+
+
 @server.tool()
 async def stall(seconds: float) -> str:
     """Sleep, then answer (a tool that hangs)."""

@@ -8,7 +8,8 @@ cancelling the awaiting task, as a case timeout does, cancels the call there).
 
 A stdio server is started here, not by the SDK's ``stdio_client``, so that it is an agent
 process like the ``process`` target's: its own process group with specrun's tag, stopped with
-everything it started (:class:`specrun.plugin.ProcessTree`), its stderr kept for error messages.
+everything it started (:class:`specrun.plugin.ProcessTree`), its stderr kept for error messages,
+and its stdout read a line at a time within ``MESSAGE_LIMIT`` (an overlong line fails its call).
 The ``mcp`` package is imported only in this thread's functions.
 """
 
@@ -17,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
+import logging
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,8 +29,9 @@ from typing import Any
 
 from specrun.plugin import ProcessTree, TargetError, shorten
 
+from ._bounds import MESSAGE_LIMIT, bounded_client, over_bound
+
 STDERR_LIMIT = 16384
-LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message per line; a tool may return a large image
 CLOSE_WAIT = 10.0  # seconds a closing connection may take (the server's grace included)
 
 
@@ -159,19 +164,27 @@ class Connection:
         try:
             return await self._client.call_tool(name, arguments)
         except Exception as exc:
-            if self._proc is not None:  # a server that went away: its exit code says more than the SDK's error
+            proc = self._proc
+            if proc is not None and proc.stdout is not None and proc.stdout.at_eof():
+                # a server that went away: its exit code says more than the SDK's error (one
+                # that is still there, refusing a reply past the bound, is not waited for)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._proc.wait(), 1.0)
+                    await asyncio.wait_for(proc.wait(), 1.0)
             raise TargetError(self._failure(_reason(_unwrap(exc)), f"on tools/call {name}")) from None
 
     async def _http(self, stack: contextlib.AsyncExitStack) -> Any:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
+        # The SDK logs a reply it refuses (one past the bound) with its traceback; the case's
+        # error says it, so without a logging setup of the user's nothing reaches stderr.
+        if not (sdk := logging.getLogger("mcp")).handlers:
+            sdk.addHandler(logging.NullHandler())
         # The SDK's own timeouts (30 s, 300 s to read a stream); the case timeout comes first.
         timeout = httpx2.Timeout(30.0, read=300.0)
-        http = await stack.enter_async_context(httpx2.AsyncClient(headers=self.server.headers, timeout=timeout))
-        return streamable_http_client(str(self.server.url), http_client=http)
+        http = await stack.enter_async_context(bounded_client(httpx2, headers=self.server.headers, timeout=timeout))
+        # One SSE event is one message: the same bound as a stdio line (the SDK's default is 1 MiB).
+        return streamable_http_client(str(self.server.url), http_client=http, max_sse_event_size=MESSAGE_LIMIT)
 
     @contextlib.asynccontextmanager
     async def _stdio(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -191,7 +204,7 @@ class Connection:
                 cwd=server.cwd,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **server.env, **tree.env},
                 start_new_session=hasattr(os, "killpg"),
-                limit=LINE_LIMIT,
+                limit=MESSAGE_LIMIT,  # one JSON-RPC message per line
             )
         except OSError as exc:
             raise TargetError(f"cannot start {server.where}: {exc}") from None
@@ -202,19 +215,62 @@ class Connection:
         to_session, from_server = anyio.create_memory_object_stream[Any](0)
         to_server, from_session = anyio.create_memory_object_stream[Any](0)
 
+        pending: set[Any] = set()  # the ids of requests sent and not answered yet
+
         async def read() -> None:
             async with to_session:
-                while line := await stdout.readline():
-                    try:
-                        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError as exc:
-                        await to_session.send(exc)
-                        continue
-                    await to_session.send(SessionMessage(message))
+                with contextlib.suppress(asyncio.IncompleteReadError):  # the server's stdout closed
+                    while line := await next_line():
+                        try:
+                            message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        except ValueError as exc:
+                            await to_session.send(exc)
+                            continue
+                        if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+                            pending.discard(message.id)
+                        await to_session.send(SessionMessage(message))
+
+        async def next_line() -> bytes:
+            """The next line within the bound. A longer one is dropped, never held whole, and
+            fails the call it answers (every call in flight, when its first bytes do not say)."""
+            while True:
+                try:
+                    return await stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError as end:
+                    if end.partial:  # a last line without its newline
+                        return end.partial
+                    raise
+                except asyncio.LimitOverrunError as over:
+                    head = await drop(over.consumed)
+                    message = over_bound(over.consumed, "read without a newline")
+                    failure = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=message)
+                    for request in _answered(head, pending):
+                        pending.discard(request)
+                        reply = mcp_types.JSONRPCError(jsonrpc="2.0", id=request, error=failure)
+                        await to_session.send(SessionMessage(reply))
+                    await skip()
+
+        async def skip() -> None:
+            """Drop the rest of an overlong line, at most the bound at a time."""
+            while True:
+                try:
+                    await stdout.readuntil(b"\n")
+                    return
+                except asyncio.LimitOverrunError as over:
+                    await drop(over.consumed)
+
+        async def drop(count: int) -> bytes:
+            """Drop ``count`` buffered bytes a MiB at a time (never copied whole); the first ones."""
+            head = b""
+            while count > 0 and (chunk := await stdout.read(min(count, 2**20))):
+                head, count = head or chunk[:256], count - len(chunk)
+            return head
 
         async def write() -> None:
             async with from_session:
                 async for item in from_session:
+                    if isinstance(item.message, mcp_types.JSONRPCRequest):
+                        pending.add(item.message.id)
                     stdin.write(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
                     await stdin.drain()
 
@@ -259,6 +315,17 @@ async def _quietly(work: Callable[[], Awaitable[None]]) -> None:
     """A pipe task: a pipe that breaks as the server exits ends it, not the connection."""
     with contextlib.suppress(OSError, ValueError, RuntimeError):
         await work()
+
+
+_ANSWER = re.compile(rb'\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
+
+
+def _answered(head: bytes, pending: set[Any]) -> set[Any]:
+    """The request an overlong line answers when its first bytes say (as the Python SDK writes a
+    reply: ``{"jsonrpc":"2.0","id":...``), else every request in flight."""
+    match = _ANSWER.match(head, 0, 256)
+    request = json.loads(match[1]) if match else None
+    return {request} if request in pending else set(pending)
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from specrun.plugin import Context, Message, Response, Session, Target, TargetError, parse_duration, shorten
 
+from ._bounds import bounded_client
+
 MISSING_SDK = "the a2a target needs the A2A SDK: pip install 'specrun[a2a]'"
 CONTINUED = ("input-required", "auth-required")  # a task in these states takes the next message
 
@@ -94,7 +96,7 @@ class A2aTarget(Target):
         from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 
         timeout = httpx.Timeout(self.timeout)  # None: the case timeout bounds every wait
-        self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout)
+        self._http = bounded_client(httpx, headers=self.headers, timeout=timeout)
         where = {"agent_card_path": self.config["card_path"]} if "card_path" in self.config else {}
         resolver = A2ACardResolver(self._http, self.url, **where)
         try:
