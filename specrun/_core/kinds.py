@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from .._project.imports import ref_problem
+from . import bounds
 from .data import Agent, Assertion, Case, Context, Message, Response, Suite, Usage
 from .redact import expand_env
 from .results import Result, RunInfo, Verdict  # Verdict: what assertions return, here for them
@@ -136,6 +137,8 @@ class Target(TargetChecks, Plugin):
     ``prompt``, ``read_timeout`` and ``env``, and its sessions hold the started ``process``.
     ``rate_limited`` False says its calls never wait in specrun's rate limiters (a Python
     function's do not): an answer that comes at once is then taken without arming a timer.
+    ``reply_limit`` is the bytes one reply read from the agent may take (64 MiB, the bound of
+    every reply from outside the run); past it the call fails with ``over_bound``'s words.
     """
 
     env_fields: ClassVar[tuple[str, ...]] = ()
@@ -144,6 +147,7 @@ class Target(TargetChecks, Plugin):
     # False when its calls never queue in one of specrun's rate limiters (which pause the case
     # timeout while a call queues): the engine may then start a call before arming its timer
     rate_limited: ClassVar[bool] = True
+    reply_limit: ClassVar[int] = bounds.REPLY_LIMIT
     adapters: tuple[type[Adapter], ...] = ()  # the installed adapters, by priority: set by the engine
 
     def __init__(self, config: dict[str, Any], base_dir: Path):
@@ -170,6 +174,11 @@ class Target(TargetChecks, Plugin):
 
     def session(self, context: Context) -> Session:
         return _StatelessSession(self, context)
+
+    @classmethod
+    def over_bound(cls, seen: int, how: str = "read") -> str:
+        """Why a reply past ``reply_limit`` failed: ``a reply over the 64 MiB bound (N bytes read)``."""
+        return bounds.over_bound(seen, how, cls.reply_limit)
 
     def adapter_for(self, agent: Any) -> Adapter | None:
         """The installed adapter that runs ``agent`` (a framework's agent object), or None: the

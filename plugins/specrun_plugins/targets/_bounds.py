@@ -17,15 +17,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache
 from typing import Any
 
-MESSAGE_LIMIT = 64 * 1024 * 1024
-"""Bytes one message (an MCP stdio line, an HTTP reply) may take; a tool may return a large image."""
+from specrun.plugin import Target
+
+MESSAGE_LIMIT = Target.reply_limit
+"""Bytes one message (an MCP stdio line, an HTTP reply) may take: the bound of every reply."""
 
 IDENTITY = {"Accept-Encoding": "identity"}
 
 
 def over_bound(seen: int, how: str = "read") -> str:
-    """The failure: the bound and the size reached."""
-    return f"a reply over the {MESSAGE_LIMIT // 2**20} MiB bound ({seen:,} bytes {how})"
+    """The failure: the bound and the size reached (the words of every target's)."""
+    return Target.over_bound(seen, how)
 
 
 def bounded_client(httpx: Any, **options: Any) -> Any:
