@@ -168,6 +168,19 @@ async def test_a_timeout_and_retry_after_are_honoured_the_same_on_both_routes(se
     assert direct.attempts == litellm.attempts == 2
 
 
+async def test_a_judge_s_answer_past_the_bound_fails_the_call_and_the_next_is_answered(server):
+    """The direct route reads a model server's answer only to the 64 MiB bound (an endless
+    body must not fill memory): the call fails naming it, and the next call is answered."""
+    server.script({"flood": 65 << 20}, {"content": "fine"})
+    models = client(server, retries=0)
+    try:
+        with pytest.raises(ModelError, match=r"a reply over the 64 MiB bound \(67,\d{3},\d{3} bytes read\) from http"):
+            await models.complete(USER)
+        assert (await models.complete(USER)).text == "fine"
+    finally:
+        await models.aclose()
+
+
 def test_every_openai_price_matches_litellm_s_own_cost(monkeypatch):
     """prices.cost against litellm.completion_cost for every OpenAI chat model in litellm's table."""
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")

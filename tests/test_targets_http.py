@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,25 @@ async def test_per_request_timeout(llm):
         await target.respond(user("x"), CTX)
     await target.aclose()
     await until(lambda: llm.in_flight == 0, what="the abandoned reply")  # sent before the server stops
+
+
+async def test_a_reply_past_the_bound_is_an_error_and_the_next_call_is_answered(llm, openai_target):
+    """65 MiB of chunked body (as an endless one is sent) is read only to the 64 MiB bound, and
+    never held twice; a Content-Length over it fails before reading; the next call is answered."""
+    llm.script({"flood": 65 << 20})
+    tracemalloc.start()
+    try:
+        with pytest.raises(TargetError) as info:
+            await openai_target.respond(user("x"), CTX)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert re.fullmatch(r"a reply over the 64 MiB bound \(67,\d{3},\d{3} bytes read\) from http://\S+", str(info.value))
+    assert peak < 100 << 20
+    llm.script({"flood": 65 << 20, "declared": True})
+    with pytest.raises(TargetError, match=r"^a reply over the 64 MiB bound \(68,157,440 bytes declared by its"):
+        await openai_target.respond(user("x"), CTX)
+    assert (await openai_target.respond(user("again"), CTX)).content == "echo: again"
 
 
 def test_aiohttp_is_loaded_with_the_session_before_the_case_clock_starts(monkeypatch):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .bounded_read import ReplyTooLarge, read_body
 from .prices import priceable
 from .wire import excerpt
 
@@ -177,8 +178,10 @@ class DirectClient:
         timeout = aiohttp.ClientTimeout(total=float(params.get("timeout") or 600))
         try:
             async with self._client().post(url, data=json.dumps(body), headers=headers, timeout=timeout) as reply:
-                text = (await reply.read()).decode("utf-8", "replace")
                 status, reply_headers = reply.status, {k.lower(): v for k, v in reply.headers.items()}
+                text = (await read_body(reply)).decode("utf-8", "replace")  # a huge answer must not fill memory
+        except ReplyTooLarge as exc:  # as an unreadable answer is: litellm's 500
+            raise failure(500, f"{exc} from {url}", reply_headers) from None
         except aiohttp.ClientError:  # refused, dropped, reset: litellm's "Connection error."
             raise failure(500, "Connection error.") from None
         if status != 200:

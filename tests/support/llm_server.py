@@ -15,9 +15,11 @@ A behaviour is a dict: ``content`` (str), ``tool_calls`` ([{name, arguments, id}
 ``call_<i>`` unless given: a conversation's later replies need ids of their own), ``status`` and
 ``headers`` (an error reply), ``body`` (raw reply text), ``delay`` (seconds before replying),
 ``vectors`` (an ``/embeddings`` reply: one per input), ``hang`` (never reply), ``drop`` (close
-the connection), ``usage`` (token counts). Scripted behaviours are used in order; then
-``responder(body)`` decides, else the reply echoes the last user message. A ``content`` that
-is not a string (a verdict dict, say) is sent as its JSON text.
+the connection), ``usage`` (token counts), ``flood`` (that many bytes of body, a MiB at a time,
+chunked as an endless reply is; with ``declared``, behind a Content-Length saying so).
+Scripted behaviours are used in order; then ``responder(body)`` decides, else the reply echoes
+the last user message. A ``content`` that is not a string (a verdict dict, say) is sent as its
+JSON text.
 ``in_flight`` and ``max_in_flight`` count the requests being answered (hung ones
 included), so tests can see how much concurrency a client really used.
 
@@ -29,6 +31,7 @@ pads the answers, ``--verdicts`` answers judge prompts with a passing verdict (b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -137,6 +140,8 @@ class LLMServer:
             return web.Response()
         status = behaviour.get("status", 200)
         headers = behaviour.get("headers", {})
+        if "flood" in behaviour:
+            return await self._flood(request, behaviour["flood"], behaviour.get("declared", False))
         if "body" in behaviour:
             return web.Response(text=behaviour["body"], status=status, headers=headers, content_type="application/json")
         if status != 200:
@@ -167,6 +172,18 @@ class LLMServer:
             "usage": usage,
         }
         return web.json_response(reply, headers=headers)
+
+    async def _flood(self, request: web.Request, size: int, declared: bool) -> web.StreamResponse:
+        reply = web.StreamResponse(headers={"Content-Type": "application/json"})
+        if declared:
+            reply.content_length = size
+        await reply.prepare(request)
+        chunk = b"x" * (1 << 20)
+        with contextlib.suppress(ConnectionError):  # the client gave up reading: as it should
+            for sent in range(0, size, len(chunk)):
+                await reply.write(chunk[: size - sent])
+            await reply.write_eof()
+        return reply
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         """``/embeddings``: each input's vector is a scripted behaviour's ``vectors`` (one per input),

@@ -3,6 +3,7 @@
 ``format: openai`` sends a chat-completions request and reads the reply as one; ``format:
 template`` fills a JSON body template and picks the answer out with JMESPath. One aiohttp
 session per target (0.25 CPU-ms per call, measured; see DESIGN.md), created in the running loop.
+A reply is read within ``Target.reply_limit`` (64 MiB): past it the case is an ``error``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..._core.errors import TargetError
 from ..._core.kinds import Session, Target
 from ..._core.redact import redact
 from ..._core.redact import register as register_secret
+from ..bounded_read import ReplyTooLarge, read_body
 from ..limiter import LIMITERS, endpoint_key, retry_after
 from ..wire import excerpt, openai_messages, parse_openai_reply, parse_tool_call
 
@@ -290,9 +292,11 @@ class HttpTarget(Target):
             try:
                 async with limiter.slot() as slot, session.post(self.url, data=data, headers=headers) as reply:
                     queued += slot.waited
-                    payload = await reply.read()
                     status, reply_headers = reply.status, reply.headers
                     slot.report(status)
+                    payload = await read_body(reply, self.reply_limit)  # a 2 GB body must not fill memory
+            except ReplyTooLarge as exc:  # leaving the request closed its connection: the rest is never read
+                raise TargetError(f"{exc} from {self.url}") from None
             except TimeoutError:  # before ClientError: aiohttp's timeouts are both
                 raise TargetError(f"no reply from {self.url} within {self.timeout}s") from None
             except aiohttp.ClientError as exc:
