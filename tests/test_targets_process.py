@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,29 @@ async def test_many_sessions_in_parallel():
     finally:
         await asyncio.gather(*(s.close() for s in sessions))
     assert all(s.process.returncode is not None for s in sessions)
+
+
+async def test_a_reply_past_the_bound_kills_the_agent_and_the_next_case_gets_a_fresh_one():
+    """65 MiB on one line before the prompt: the reply is an error naming the 64 MiB bound, its
+    text is never held whole (memory stays near the bound), the process is killed then and
+    there, and the next session starts a new one that answers."""
+    flooding = target("echo_cli.py")
+    session = flooding.session(CTX)
+    tracemalloc.start()
+    try:
+        with pytest.raises(TargetError) as info:
+            await session.send([Message("user", "!flood 65")])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(info.value).startswith("agent process printed a reply over the 64 MiB bound (67,1")
+    assert str(info.value).endswith(" bytes read) before its prompt; it was killed")
+    assert peak < 100 << 20  # the 64 MiB read, never a second copy of it
+    pid = session.process.pid
+    assert session.process.returncode == -9 and not alive(pid)  # before the session is closed
+    await session.close()
+    fresh = flooding.session(CTX)
+    try:
+        assert (await fresh.send([Message("user", "hi")])).content == "[echo] echo: hi (#1)"
+    finally:
+        await fresh.close()

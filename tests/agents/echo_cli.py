@@ -2,7 +2,8 @@
 
 Each line is answered ``[name] echo: LINE (#N)``, N counting the lines received. Commands:
 ``!select NAME`` switches the agent, ``!env VAR`` prints a variable, ``!sleep S`` sleeps,
-``!exit CODE`` exits with a message on stderr, ``!multi`` prints a multi-line answer.
+``!exit CODE`` exits with a message on stderr, ``!multi`` prints a multi-line answer,
+``!flood MB`` prints MB MiB on one line (then its prompt, if it is still alive).
 Flags: ``--color`` (ANSI colours), ``--chunked`` (writes split inside escape sequences),
 ``--ignore-term`` (survives SIGTERM), ``--spawn`` (starts a child, prints its pid).
 """
@@ -61,6 +62,9 @@ def main() -> None:
         elif command == "!exit":
             print("fatal: asked to exit", file=sys.stderr, flush=True)
             sys.exit(int(arg or 0))
+        elif command == "!flood":
+            sys.stdout.write("x" * (int(arg) << 20) + "\n")
+            sys.stdout.flush()
         elif command == "!multi":
             write("line one\nline two\n")
         else:

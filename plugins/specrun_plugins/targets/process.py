@@ -2,7 +2,8 @@
 
 :class:`AgentProcess` is the reusable part (the pytest ``Test`` API drives one directly): it
 starts the command, reads stdout in chunks until the prompt regex matches, strips ANSI codes,
-keeps stderr apart, and never waits longer than ``read_timeout`` for a prompt. Each chunk is
+keeps stderr apart, never waits longer than ``read_timeout`` for a prompt, and never reads a
+reply past ``Target.reply_limit`` bytes (64 MiB: the process is then killed). Each chunk is
 searched together with at most ``PROMPT_WINDOW`` characters before it, never the whole output
 again, so reading a reply takes time linear in its length. Closing it ends
 everything the agent started (:mod:`specrun._run.proctree`).
@@ -96,7 +97,8 @@ class AgentProcess:
     A reply is the text printed before the next prompt (``prompt`` is a regex in RE2 syntax; its
     first group, if any, is kept as ``agent_name``). Any failure (exit, no prompt within
     ``read_timeout``) is a ``TargetError`` carrying the last output and the stderr tail; after
-    one, close it. ``warnings`` lists what made replies doubtful (a prompt in mid-output).
+    one, close it (a reply past ``Target.reply_limit`` bytes has killed it already). ``warnings``
+    lists what made replies doubtful (a prompt in mid-output).
     """
 
     def __init__(
@@ -202,10 +204,14 @@ class AgentProcess:
         try:
             async with asyncio.timeout(self.read_timeout):
                 new, self._unsearched = self._unsearched, ""
+                seen = 0  # bytes of this reply read: an endless one must not fill memory
                 while (reply := self._search(new)) is None:
                     chunk = await self._proc.stdout.read(65536)
                     if not chunk:
                         raise await self._exit_error("before printing its prompt")
+                    seen += len(chunk)
+                    if seen > Target.reply_limit:
+                        raise await self._overrun(seen)
                     new = self._clean(chunk)
                 return reply
         except TimeoutError:
@@ -280,6 +286,14 @@ class AgentProcess:
         return TargetError(
             f"agent process {what} {when}" + (f"; last output: {output!r}" if output else "") + self._stderr_note()
         )
+
+    async def _overrun(self, seen: int) -> TargetError:
+        """A reply past the bound: its text is dropped and the process tree killed at once (it
+        would go on printing); the next case's process is a fresh one, as after a crash."""
+        self._searched, self._tail, self._unsearched, self._held = [], "", "", ""
+        self._tree.kill()
+        await self.close()
+        return TargetError(f"agent process printed {Target.over_bound(seen)} before its prompt; it was killed")
 
     async def close(self) -> None:
         """Stop the process and everything it started: SIGTERM, then SIGKILL to whatever is
