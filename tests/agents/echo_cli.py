@@ -63,8 +63,9 @@ def main() -> None:
             print("fatal: asked to exit", file=sys.stderr, flush=True)
             sys.exit(int(arg or 0))
         elif command == "!flood":
-            sys.stdout.write("x" * (int(arg) << 20) + "\n")
-            sys.stdout.flush()
+            for _ in range(int(arg)):  # a MiB at a time: an endless line costs this agent nothing
+                sys.stdout.write("x" * (1 << 20))
+            write("\n")
         elif command == "!multi":
             write("line one\nline two\n")
         else:
