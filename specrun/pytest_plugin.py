@@ -67,13 +67,13 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 class _State:
-    """What the session shares: plugins, loader, one run session per project root (see
+    """What the session shares: plugins, one loader and run session per project root (see
     :mod:`specrun._run.session`), and the event loop (in a thread) that every case runs on, so
     that connection pools live as long as the session."""
 
     def __init__(self) -> None:
         self._plugins: Any = None
-        self._loader: Any = None
+        self.loaders: dict[Path, Any] = {}  # a project's specrun.yaml gives its assertions defaults
         self.sessions: dict[Path, Any] = {}
         self.testpaths: tuple[Path, ...] | None = None  # pytest's testpaths, as folders
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -87,13 +87,12 @@ class _State:
             self._plugins = default_plugins()
         return self._plugins
 
-    @property
-    def loader(self) -> Any:
-        if self._loader is None:
+    def loader_for(self, project: Any) -> Any:
+        if project.root not in self.loaders:
             from ._load.loader import Loader
 
-            self._loader = Loader(self.plugins.registry)
-        return self._loader
+            self.loaders[project.root] = Loader(self.plugins.registry, config=project.config)
+        return self.loaders[project.root]
 
     def session_for(self, path: Path) -> Any:
         """The run session of the project ``path`` belongs to."""
@@ -146,7 +145,7 @@ class SuiteFile(pytest.File):
         state = self.config.stash[_STATE]
         try:
             session = state.session_for(self.path)
-            suite, problems = state.loader.load_file(self.path)
+            suite, problems = state.loader_for(session.project).load_file(self.path)
             if problems:
                 raise SuiteError(problems)
             plan = build_plan([suite], session.project, state.plugins)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from specrun_plugins.assertions import similar as similar_plugin
 from support.cli import run_cli
 from support.llm_server import LLMServer
 
@@ -168,7 +169,8 @@ def test_through_litellm_too_and_a_provider_that_fails_is_an_error_never_a_fail(
     assert done.status == "error" and "different sizes (2 and 1)" in done.message
 
 
-def test_specrun_yaml_gives_similar_a_default_embedding_model_an_assertion_may_override(server, tmp_path):
+def embedding_project(server: LLMServer, tmp_path: Path) -> Path:
+    """A project whose specrun.yaml names the loopback server's embedder: one similar uses it, one its own."""
     root = project(tmp_path)
     (root / "specrun.yaml").write_text(
         "timeout: 10s\nembedding_model: openai/text-embedding-3-small\n"
@@ -179,13 +181,35 @@ def test_specrun_yaml_gives_similar_a_default_embedding_model_an_assertion_may_o
         f"cases:\n  - id: default\n    input: capital\n    assertions: [{similar}}}]\n"
         f"  - id: own\n    input: capital\n    assertions: [{similar}, model: openai/own-embedder}}]\n"
     )
+    return root
+
+
+def test_specrun_yaml_gives_similar_a_default_embedding_model_an_assertion_may_override(server, tmp_path, monkeypatch):
+    root = embedding_project(server, tmp_path)
+    # As in a fresh process: no local embedder loaded or loading (another test may have loaded it)
+    monkeypatch.setattr(similar_plugin, "_model", None)
+    monkeypatch.setattr(similar_plugin, "_preloading", None)
     before = len(server.requests)
     done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history", "--no-cache", "-j", "1"], root)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert similar_plugin._preloading is None and similar_plugin._model is None  # every similar had a model
     found = results(root / "out.jsonl")
     assert found["default"]["assertions"][0]["details"]["embedder"] == "openai/text-embedding-3-small"
     assert found["own"]["assertions"][0]["details"]["embedder"] == "openai/own-embedder"
     assert sorted(r["model"] for r in server.requests[before:]) == ["own-embedder", "text-embedding-3-small"]
+
+
+def test_with_the_projects_embedding_model_a_similar_needs_no_local_embedder(server, tmp_path, monkeypatch):
+    """Checked before the run as it will run: through the project's model, not the missing extra."""
+    root = embedding_project(server, tmp_path)
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # the extra not installed
+    for command in (["suite.yaml", "--no-history", "-j", "1"], ["validate", "suite.yaml"]):
+        done = run_cli(command, root)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (root / "specrun.yaml").write_text("timeout: 10s\n")  # no project default: the default case needs the extra
+    done = run_cli(["suite.yaml", "--no-history"], root)
+    assert done.returncode == 2 and "pip install 'specrun[similar]'" in done.stderr
+    assert "suite.yaml:4" in done.stderr and "suite.yaml:5" not in done.stderr  # "own" has a model of its own
 
 
 def test_the_projects_embedding_model_is_the_python_apis_too(server, tmp_path, monkeypatch):

@@ -72,7 +72,10 @@ class AssertionType(Plugin):
     ``{<validator_param>: "agents:<id>", options: ..., threshold: ...}`` (no validator param:
     the type's built-in validator); ``meaning_param``, set on one installed type, makes it what
     ``specrun.testing.assert_similar`` runs: ``{<meaning_param>: expected, threshold: ..., model:
-    ...}``; ``state_param``: see ``Target.success_states``.
+    ...}``; ``state_param``: see ``Target.success_states``; ``config_defaults`` maps a parameter
+    to the ``specrun.yaml`` key that is its default (``{"model": "embedding_model"}``): an
+    assertion that leaves it out is handed to ``problems`` with the project's value in its
+    place, so that it is checked as it will run.
     """
 
     data_only: ClassVar[bool] = True
@@ -82,6 +85,7 @@ class AssertionType(Plugin):
     validator_param: ClassVar[str | None] = None
     meaning_param: ClassVar[str | None] = None
     state_param: ClassVar[str | None] = None
+    config_defaults: ClassVar[Mapping[str, str]] = {}
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
         """Yield ``(field, message)`` for each mistake in the assertion's parameters.

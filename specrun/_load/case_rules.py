@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .._core.data import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
 from .._core.errors import UsageError
+from .._core.kinds import AssertionType
 from .._project.registry import Registry
 from .problems import did_you_mean
 
@@ -64,6 +66,23 @@ def assertions_of(case: dict[str, Any]) -> Iterator[tuple[list[Any], dict[str, A
                 yield [key, i], a
     for i, c in enumerate(case.get("checkpoints") or []):
         yield ["checkpoints", i, "assertion"], c["assertion"]
+
+
+def assertion_problems(
+    case: dict[str, Any], registry: Registry, base_dir: Path, generated: bool, config: Mapping[str, Any]
+) -> Iterator[tuple[list[Any], str]]:
+    """What each assertion type's ``problems`` finds in the case's assertions, each checked as it
+    will run: a parameter it leaves out that ``specrun.yaml`` sets (``config_defaults``) given."""
+    for path, data in assertions_of(case):
+        cls = registry.get("assertion", data["type"])
+        if (generated and not cls.data_only) or (cls.problems is AssertionType.problems and not cls.ref_params):
+            continue  # refused by generated_problems, or the type checks nothing beyond its schema
+        assertion = to_assertion(data)
+        for param, key in cls.config_defaults.items():
+            if param not in assertion.params and config.get(key) is not None:
+                assertion.params[param] = config[key]
+        for field_name, message in cls().problems(assertion, base_dir):
+            yield [*path, field_name], message
 
 
 def unread_fields(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import mimetypes
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -25,12 +25,11 @@ from .._core.data import (
     parse_duration,
 )
 from .._core.errors import Problem, SpecrunError, SuiteError
-from .._core.kinds import AssertionType
 from .._project.registry import Registry
 from .case_rules import (
     GeneratedLimits,
     as_list,
-    assertions_of,
+    assertion_problems,
     checkpoint_problems,
     expected_assertion,
     generated_problems,
@@ -45,7 +44,8 @@ from .schemas import compose
 
 class Loader:
     """Validates suite data against the schema composed from ``registry`` and builds suites;
-    generated case data is held to ``limits`` (the run's). ``visit(suite, index, case)``, when
+    generated case data is held to ``limits`` (the run's), and every case's assertions are checked
+    with the defaults ``config`` (``specrun.yaml``) gives them. ``visit(suite, index, case)``, when
     given, is handed each case of a suite file that has no mistake, built as it is validated
     (the run's planner: a file is then read once to validate and to plan it)."""
 
@@ -54,8 +54,9 @@ class Loader:
         registry: Registry,
         limits: GeneratedLimits | None = None,
         visit: Callable[[Suite, int, Case], None] | None = None,
+        config: Mapping[str, Any] | None = None,
     ):
-        self.registry = registry
+        self.registry, self.config = registry, config or {}
         self.limits = limits or GeneratedLimits()
         self.visit = visit
         self.schema = compose(registry)
@@ -271,12 +272,7 @@ class Loader:
                 if key in case:
                     yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
             yield from generated_problems(case, self.registry, self.limits)
-        for path, assertion in assertions_of(case):
-            cls = self.registry.get("assertion", assertion["type"])
-            if (generated and not cls.data_only) or (cls.problems is AssertionType.problems and not cls.ref_params):
-                continue  # refused above, or the type checks nothing beyond its schema
-            for field, message in cls().problems(to_assertion(assertion), base_dir):
-                yield [*path, field], message
+        yield from assertion_problems(case, self.registry, base_dir, generated, self.config)
         for path, part in _file_parts(case.get("input")):
             if generated:
                 yield path, f"generated case {case['id']!r} may not attach files"

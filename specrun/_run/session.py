@@ -161,7 +161,7 @@ class RunSession:
             self.options.min_pass_rate,
             case_limits=self.project.config.get("limits") or {},
         )
-        loader = Loader(registry, limits, visit=self._planner.visit)
+        loader = Loader(registry, limits, visit=self._planner.visit, config=self.project.config)
         context = SourceContext(loader, self.project.root, self.runner.services(1), req.agent)
         try:
             self.suites = await load_inputs(req.inputs, context, self.plugins)

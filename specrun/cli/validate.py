@@ -31,7 +31,8 @@ def command(paths: tuple[Path, ...], verbose: bool, tools: bool) -> None:
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     registry = default_plugins().registry
-    loader = Loader(registry)
+    project = Project.discover(paths[0], registry)
+    loader = Loader(registry, config=project.config)  # its defaults (embedding_model) are checked too
     try:
         suites = loader.load(paths)
     finally:  # also when a suite is broken: what was not loaded may be why
@@ -39,7 +40,6 @@ def command(paths: tuple[Path, ...], verbose: bool, tools: bool) -> None:
             echo_skipped(loader.skipped)
     if not suites:
         raise UsageError(f"no suite files found under {', '.join(map(str, paths))}")
-    project = Project.discover(paths[0], registry)
     try:
         used = _check_agents(suites, project)
         if tools:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -91,6 +91,8 @@ class Similar(AssertionType):
     name = "similar"
     description = "The output means what one of the expected texts says: embedding cosine >= threshold."
     meaning_param: ClassVar[str | None] = "value"  # what specrun.testing.assert_similar runs
+    # problems() then sees the model the project gives a similar without its own, as evaluate() uses
+    config_defaults: ClassVar[Mapping[str, str]] = {"model": DEFAULT_MODEL_KEY}
     params_schema: ClassVar[dict[str, Any]] = {
         "properties": {
             "value": {
@@ -107,7 +109,8 @@ class Similar(AssertionType):
     }
 
     def problems(self, assertion: Assertion, base_dir: Path) -> Iterable[tuple[str, str]]:
-        """The local embedder's extra must be installed: said before the run (exit 2), not per case."""
+        """The local embedder's extra must be installed: said before the run (exit 2), not per case.
+        Only a similar with no model, its own or the project's, uses it: only such a one preloads it."""
         yield from super().problems(assertion, base_dir)
         if "model" in assertion.params:
             return
