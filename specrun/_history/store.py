@@ -224,6 +224,18 @@ class History:
         """Every case result of a run, in the order they finished (``result``: the record as the stream has it)."""
         return self._rows("SELECT * FROM cases WHERE run_id = ? ORDER BY rowid", [run_id])
 
+    def case_places(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """A run's case results without their records, one at a time in the order they finished: each
+        row's ``rowid`` (for ``case_result``), key columns, and ``is_record`` (its result is a JSON object)."""
+        is_record = "CASE WHEN json_valid(result) THEN json_type(result) = 'object' ELSE 0 END"
+        columns = f"rowid, suite, case_id, agent, run_index, {is_record} AS is_record"
+        return self._each(f"SELECT {columns} FROM cases WHERE run_id = ? ORDER BY rowid", [run_id])
+
+    def case_result(self, rowid: int) -> Any:
+        """The ``result`` (the stream's record) of the case row ``rowid``; None when it is gone."""
+        rows = self._rows("SELECT result FROM cases WHERE rowid = ?", [rowid])
+        return rows[0]["result"] if rows else None
+
     # -- writing (for specrun._history.recording; each call is one transaction, sqlite3.Error when it fails)
 
     def add_run(self, row: Mapping[str, Any]) -> None:
