@@ -143,7 +143,7 @@ def test_the_rejudge_is_marked_in_its_stream_and_history(rejudged):
     finally:
         store.close()
     assert latest["argv"][:2] == ["rejudge", "first.jsonl"]
-    assert "(rejudge of first.jsonl)" in run_cli(["history"], root).stdout
+    assert "(rejudge of stream first.jsonl)" in run_cli(["history"], root).stdout
 
 
 def test_a_history_run_id_is_a_recorded_run_too(rejudged):
@@ -170,6 +170,7 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
         ('{"type": "start"}\n[1, 2]\n', "bad.jsonl:2: expected a JSON object"),
         ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
         ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
+        ('{"type": "result", "id": "c", "file": "s.yaml", "run": 1}\n' * 2, "bad.jsonl:2: case 'c' (agent '') run 1"),
     ],
 )
 def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
