@@ -405,7 +405,7 @@ def test_a_history_written_before_revisions_opens_and_its_old_results_are_kept(t
     assert done.returncode == 0, done.stderr
     assert "[flaky]" not in done.stdout, "the old results do not say which revision they were of"
     store = history(root)
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 3  # format 1 -> 2 (revision) -> 3 (labels)
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == 4  # 1 -> 2 (revision) -> 3 (labels) -> 4 (rejudge)
     assert list(store.labels()) == []
     timeline = [(t["status"], t["revision"] is None) for t in store.timeline("coin")]
     assert timeline == [("passed", False), ("failed", True)]

@@ -143,7 +143,7 @@ def test_the_rejudge_is_marked_in_its_stream_and_history(rejudged):
     finally:
         store.close()
     assert latest["argv"][:2] == ["rejudge", "first.jsonl"]
-    assert "(rejudge of first.jsonl)" in run_cli(["history"], root).stdout
+    assert "(rejudge of stream first.jsonl)" in run_cli(["history"], root).stdout
 
 
 def test_a_history_run_id_is_a_recorded_run_too(rejudged):
@@ -170,6 +170,7 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
         ('{"type": "start"}\n[1, 2]\n', "bad.jsonl:2: expected a JSON object"),
         ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
         ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
+        ('{"type": "result", "id": "c", "file": "s.yaml", "run": 1}\n' * 2, "bad.jsonl:2: case 'c' (agent '') run 1"),
     ],
 )
 def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
@@ -182,3 +183,31 @@ def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
     assert done.returncode == 2, done.stdout + done.stderr
     assert shown in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_recorded_stream_is_not_held_in_memory(tmp_path):
+    """What a rejudge keeps of a recording is where each record is, not the records (a run of a
+    million cases is rejudged in flat memory): reading the index of 2,000 results of 2 KB answers
+    peaks well under the file's size."""
+    import tracemalloc
+
+    import specrun._report.stream  # noqa: F401  # imported before the count: no part of the index
+    from specrun._core.identity import ResultKey
+    from specrun._run.replay import read_recorded
+
+    stream = tmp_path / "big.jsonl"
+    answer = "x" * 2000
+    with stream.open("w") as f:
+        f.write(json.dumps({"type": "start", "working_dir": str(tmp_path)}) + "\n")
+        for i in range(2000):
+            line = {"type": "result", "id": f"c{i}", "file": "suite.yaml", "run": 1, "agent": "a", "output": answer}
+            f.write(json.dumps(line) + "\n")
+    tracemalloc.start()
+    try:
+        recorded = read_recorded(str(stream), tmp_path, {})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < stream.stat().st_size / 4, (peak, stream.stat().st_size)
+    assert recorded.record(ResultKey("suite.yaml", "c1234", "a", 1))["output"] == answer  # read again when it runs
+    recorded.close()

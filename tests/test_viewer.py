@@ -387,3 +387,21 @@ async def test_a_page_that_fails_anyway_is_a_readable_error(viewer_app, monkeypa
     assert "This page could not be shown" in body and "IndexError: list index out of range" in body
     assert "script-src 'self'" in response.headers["Content-Security-Policy"]
     assert "Run 2026-01-01" in await _page(client, "/run?id=old")  # the server goes on
+
+
+def test_a_rejudge_run_says_what_it_judged_again_escaped(tmp_path):
+    from specrun.viewer import pages
+    from specrun.viewer.store import Store
+
+    source = "stream <img src=x onerror=alert(1)>.jsonl"  # a path: any text
+    history = History.open(tmp_path, {}, create=True)
+    try:
+        row = {"id": "again", "started_at": "2026-01-03T10:00:00", "agents": '["bot"]', "suites": '["suite.yaml"]'}
+        history.add_run({**row, "argv": '["rejudge", "x.jsonl"]', "rejudge": source})
+        history.end_run("again", {"total": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0})
+        run, runs = pages.run_page(Store(history), "again", None), pages.runs_page(Store(history))
+    finally:
+        history.close()
+    shown = "stream &lt;img src=x onerror=alert(1)&gt;.jsonl"
+    assert run is not None and f"Rejudge of <code>{shown}</code>" in run and "<img" not in run
+    assert f"(rejudge of {shown})" in runs and "<img" not in runs

@@ -140,6 +140,7 @@ class HistoryRecorder:
             "suites": json.dumps(self._suite_keys(), ensure_ascii=False),
             "git_commit": git_commit(self.root),
             "stream": str(self.stream.resolve()) if self.stream else None,
+            "rejudge": redact(info.rejudge) if info.rejudge is not None else None,  # as the start line has it
         }
         self._write(self.history.add_run, row)
 

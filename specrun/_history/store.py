@@ -40,7 +40,9 @@ from .._core.identity import CaseKey
 DEFAULT_PATH = ".specrun/history.db"
 DEFAULT_FLAKY_WINDOW = 10
 DEFAULT_KEEP = 100  # runs kept; older ones are dropped at the end of a run
-FORMAT = 3  # PRAGMA user_version of the schema below (1: before ``revision``, 2: before ``labels``; migrated on open)
+# PRAGMA user_version of the schema below (1: before ``revision``, 2: before ``labels``, 3: before
+# ``runs.rejudge``; migrated on open)
+FORMAT = 4
 BUSY_TIMEOUT_S = 30.0  # how long a write waits for another run's (each holds the lock for microseconds)
 
 _LABELS = """
@@ -54,7 +56,7 @@ _SCHEMA = (
 CREATE TABLE IF NOT EXISTS runs(
     id TEXT PRIMARY KEY, started_at TEXT, ended_at TEXT, argv TEXT, agents TEXT, suites TEXT,
     suites_hash TEXT, git_commit TEXT, total INT, passed INT, failed INT, errors INT, skipped INT,
-    not_run INT, duration_ms REAL, cost REAL, interrupted INT, stream TEXT, summary TEXT);
+    not_run INT, duration_ms REAL, cost REAL, interrupted INT, stream TEXT, summary TEXT, rejudge TEXT);
 CREATE TABLE IF NOT EXISTS cases(
     run_id TEXT, case_id TEXT, run_index INT, agent TEXT, suite TEXT, line INT, status TEXT,
     duration_ms REAL, tokens INT, cost REAL, error TEXT, cached INT, fingerprint TEXT,
@@ -70,9 +72,11 @@ CREATE INDEX IF NOT EXISTS cases_by_case ON cases(case_id, agent);
 
 # Format 1 had no ``revision``: its results are kept, with none (they count towards no flaky mark).
 # Format 2 had no ``labels`` (a person's pass/fail of a judged output, from the viewer): none yet.
+# Format 3 had no ``runs.rejudge`` (what a ``specrun rejudge`` run judged again): its runs have none.
 _MIGRATIONS = {
     1: ("ALTER TABLE cases ADD COLUMN revision TEXT", "ALTER TABLE case_state ADD COLUMN revision TEXT"),
     2: (_LABELS,),
+    3: ("ALTER TABLE runs ADD COLUMN rejudge TEXT",),
 }
 _JSON_COLUMNS = ("argv", "agents", "suites", "summary", "result", "input")
 # A verdict that says something about the agent: skips do not, nor a case cut short by Ctrl-C.
@@ -223,6 +227,18 @@ class History:
     def cases(self, run_id: str) -> list[dict[str, Any]]:
         """Every case result of a run, in the order they finished (``result``: the record as the stream has it)."""
         return self._rows("SELECT * FROM cases WHERE run_id = ? ORDER BY rowid", [run_id])
+
+    def case_places(self, run_id: str) -> Iterator[dict[str, Any]]:
+        """A run's case results without their records, one at a time in the order they finished: each
+        row's ``rowid`` (for ``case_result``), key columns, and ``is_record`` (its result is a JSON object)."""
+        is_record = "CASE WHEN json_valid(result) THEN json_type(result) = 'object' ELSE 0 END"
+        columns = f"rowid, suite, case_id, agent, run_index, {is_record} AS is_record"
+        return self._each(f"SELECT {columns} FROM cases WHERE run_id = ? ORDER BY rowid", [run_id])
+
+    def case_result(self, rowid: int) -> Any:
+        """The ``result`` (the stream's record) of the case row ``rowid``; None when it is gone."""
+        rows = self._rows("SELECT result FROM cases WHERE rowid = ?", [rowid])
+        return rows[0]["result"] if rows else None
 
     # -- writing (for specrun._history.recording; each call is one transaction, sqlite3.Error when it fails)
 

@@ -8,9 +8,9 @@ write per burst instead of one per line. The summary line is written last: a str
 is a run that did not get to its end. Secret values are masked here, so every report built from
 the stream is clean too.
 
-It is read back here too: ``iter_stream`` and ``scan`` are the one reader of a stream, for the
-whole-file reports (which share one scan per run), the GitHub Actions summary, ``merge``,
-``diff`` and the direct answer of ``specrun -i``.
+It is read back here too: ``iter_stream`` (``numbered_stream``: with line numbers) and ``scan``
+are the one reader of a stream, for the whole-file reports (which share one scan per run), the
+GitHub Actions summary, ``merge``, ``diff``, ``rejudge`` and the direct answer of ``specrun -i``.
 """
 
 from __future__ import annotations
@@ -90,6 +90,12 @@ def iter_stream(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
     A last line cut short (a killed writer) is ignored; any other bad line is a ``UsageError``.
     """
+    for _, offset, record in numbered_stream(path):
+        yield offset, record
+
+
+def numbered_stream(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(line number, byte offset, record)`` for each line of a stream, read as ``iter_stream`` reads it."""
     with open(path, "rb") as f:
         offset = 0
         pending: tuple[int, Exception] | None = None
@@ -107,7 +113,7 @@ def iter_stream(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(record, dict):
                 what = type(record).__name__
                 raise UsageError(f"{path}:{lineno}: expected a JSON object, got {what}")
-            yield start, record
+            yield lineno, start, record
 
 
 def read_at(path: Path, offsets: Iterable[int]) -> Iterator[dict[str, Any]]:

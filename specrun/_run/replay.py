@@ -15,11 +15,9 @@ its record by (suite path from the project root, case id, agent, run index).
 
 from __future__ import annotations
 
-import bisect
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .._core.data import Context, Message, Response, Status, ToolCall, Usage, json_line
 from .._core.errors import SpecrunError, UsageError
@@ -29,21 +27,71 @@ from .._core.redact import redact_json
 from .._core.results import Result
 from .limits import Meter, case_limits, judged_answer
 
+if TYPE_CHECKING:
+    from .._history.store import History
 
-@dataclass
+
 class Recorded:
-    """A recorded run's result records, by ``ResultKey``; ``source`` names it in messages and in the
-    rejudge's start line (``stream PATH`` or ``run ID``)."""
+    """Where each result record of a recorded run is (a line's byte offset in its stream, a row of
+    the history), by ``ResultKey``: memory holds one small entry per result, and a record is read
+    again when its case is rejudged. ``source`` names the run in messages and in the rejudge's
+    start line (``stream PATH`` or ``run ID``)."""
 
-    source: str
-    records: dict[ResultKey, dict[str, Any]] = field(default_factory=dict)
-    runs: int = 1
+    def __init__(self, source: str):
+        self.source = source
+        self.places: dict[ResultKey, int] = {}
+        self.runs = 1
 
-    def add(self, key: ResultKey, record: dict[str, Any], where: str) -> None:
-        if key in self.records:
+    def add(self, key: ResultKey, place: int, where: str) -> None:
+        if key in self.places:
             raise UsageError(f"{where}: case {key.id!r} (agent {key.agent!r}) run {key.run} is recorded twice")
-        self.records[key] = record
-        self.runs = max(self.runs, key[3])
+        self.places[key] = place
+        self.runs = max(self.runs, key.run)
+
+    def record(self, key: ResultKey) -> dict[str, Any]:
+        """The record of ``key``, read again; a ``SpecrunError`` when it is no longer there."""
+        record = self._read(self.places[key])
+        if not isinstance(record, dict) or record.get("id") != key.id:
+            raise SpecrunError(f"{self.source} changed since the rejudge began: the record of {key.id!r} is gone")
+        return record
+
+    def _read(self, place: int) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close what reading the records again opened."""
+
+
+class _StreamRecording(Recorded):
+    def __init__(self, path: Path):
+        super().__init__(f"stream {path}")
+        self.path = path
+        self._file: IO[bytes] | None = None
+
+    def _read(self, place: int) -> Any:
+        if self._file is None:
+            self._file = open(self.path, "rb")  # kept for the run; closed by close()
+        self._file.seek(place)
+        try:
+            return json.loads(self._file.readline())
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class _HistoryRecording(Recorded):
+    def __init__(self, history: History, run_id: str):
+        super().__init__(f"run {run_id}")
+        self.history = history  # open for the run: its records are read from it case by case
+
+    def _read(self, place: int) -> Any:
+        return self.history.case_result(place)
+
+    def close(self) -> None:
+        self.history.close()
 
 
 def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
@@ -60,44 +108,40 @@ def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
     except HistoryError as exc:
         raise UsageError(f"{spec}: not a stream file, and no run history to look the run up in ({exc})") from None
     try:
-        run = history.run(spec)
-        if run is None and len(several := [r["id"] for r in history.runs(1000) if r["id"].startswith(spec)]) > 1:
-            raise UsageError(
-                f"{spec}: the id of more than one run starts so ({', '.join(several[:3])}, ...): give more of it"
-            )
-        if run is None:
-            raise UsageError(
-                f"{spec}: no such stream file, nor a run of that id in {history.path} (see specrun history)"
-            )
-        rows = history.cases(run["id"])
-    finally:
+        return _read_history(history, spec)
+    except BaseException:
         history.close()
-    recorded = Recorded(f"run {run['id']}")
-    for number, row in enumerate(rows, 1):
-        where = f"{history.path}: run {run['id']}, result {number}"
-        record = row["result"]  # the stream's line, as the history read it back
-        if not isinstance(record, dict):
-            raise UsageError(f"{where}: not a result record")
+        raise
+
+
+def _read_history(history: History, spec: str) -> Recorded:
+    run = history.run(spec)
+    if run is None and len(several := [r["id"] for r in history.runs(1000) if r["id"].startswith(spec)]) > 1:
+        raise UsageError(
+            f"{spec}: the id of more than one run starts so ({', '.join(several[:3])}, ...): give more of it"
+        )
+    if run is None:
+        raise UsageError(f"{spec}: no such stream file, nor a run of that id in {history.path} (see specrun history)")
+    recorded = _HistoryRecording(history, run["id"])
+    for number, row in enumerate(history.case_places(run["id"]), 1):
+        if not row["is_record"]:  # the stream's line, as the history keeps it
+            raise UsageError(f"{history.path}: run {run['id']}, result {number}: not a result record")
         key = ResultKey(str(row["suite"]), str(row["case_id"]), str(row["agent"] or ""), int(row["run_index"] or 1))
-        recorded.add(key, record, where)
+        recorded.add(key, row["rowid"], f"{history.path}: run {run['id']}, result {number}")
     return recorded
 
 
 def _read_stream(path: Path, root: Path) -> Recorded:
-    """A stream's result records; its ``file`` paths are read from the ``working_dir`` its start
-    line names (streams without one: from here)."""
-    from .._report.stream import iter_stream
+    """Where a stream's result records are; its ``file`` paths are read from the ``working_dir``
+    its start line names (streams without one: from here)."""
+    from .._report.stream import numbered_stream
 
-    recorded, start = Recorded(f"stream {path}"), None
+    recorded, start = _StreamRecording(path), None
     base = Path.cwd()
-    offsets, last = [0], 0  # where each line starts (for the messages); the last line with text
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, 1):
-            offsets.append(offsets[-1] + len(line))
-            last = number if line.strip() else last
-    read = 0
-    for offset, record in iter_stream(path):
-        read = bisect.bisect_right(offsets, offset)
+    suites: dict[str, str] = {}  # by the records' `file`: one key string per suite, not per result
+    agents: dict[str, str] = {}
+    read = at = 0  # the last line read and where it starts
+    for read, at, record in numbered_stream(path):
         where = f"{path}:{read}"
         kind = record.get("type", "result")
         if kind == "start":
@@ -105,21 +149,38 @@ def _read_stream(path: Path, root: Path) -> Recorded:
             base = Path(record.get("working_dir") or base)
             recorded.runs = max(recorded.runs, _int(record.get("runs"), 1))
         elif kind == "result":
-            if not isinstance(record.get("id"), str) or not isinstance(record.get("file"), str):
+            file, case_id = record.get("file"), record.get("id")
+            if not isinstance(case_id, str) or not isinstance(file, str):
                 raise UsageError(f"{where}: a result record needs a string `id` and `file`")
             run = _int(record.get("run"), 0)
             if run < 1:
                 raise UsageError(f"{where}: field `run`: expected a positive integer, got {record.get('run')!r}")
-            suite = suite_key(base / record["file"], root)
-            recorded.add(ResultKey(suite, record["id"], str(record.get("agent") or ""), run), record, where)
-    if last > read:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
+            suite = suites.get(file)
+            if suite is None:
+                suite = suites[file] = suite_key(base / file, root)
+            agent = str(record.get("agent") or "")
+            recorded.add(ResultKey(suite, case_id, agents.setdefault(agent, agent), run), at, where)
+    cut = _cut_short(path, read, at)
+    if cut:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
         raise UsageError(
-            f"{path}:{last}: not a JSON record: the line is cut short (the recorded run was killed while"
+            f"{path}:{cut}: not a JSON record: the line is cut short (the recorded run was killed while"
             " writing it); remove it to rejudge the rest"
         )
-    if start is None and not recorded.records:
+    if start is None and not recorded.places:
         raise UsageError(f"{path}:1: not a specrun result stream (no start or result line)")
     return recorded
+
+
+def _cut_short(path: Path, line: int, offset: int) -> int:
+    """The number of a line with text past ``line`` (the last record read, at ``offset``; 0: none
+    read): the reader passes over a last line cut short. 0 when there is none."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        if line:
+            f.readline()
+        rest = f.read()  # at most the one line the reader passed over (and blank ones)
+    text = rest.lstrip()
+    return line + rest[: len(rest) - len(text)].count(b"\n") + 1 if text else 0
 
 
 def _int(value: Any, default: int) -> int:
@@ -160,7 +221,7 @@ class Replay:
 
     def keep(self, job: Job) -> bool:
         """Whether ``job`` has a record to rejudge; the ones that have none are not run, and listed."""
-        if self.key(job) in self.recorded.records:
+        if self.key(job) in self.recorded.places:
             return True
         self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
         return False
@@ -168,7 +229,7 @@ class Replay:
     def check_covers(self, suites: set[str], agents: list[str]) -> None:
         """A ``UsageError`` when no record is of one of these suites (keys from the project root)
         and agents: the rejudge would run nothing."""
-        recorded = self.recorded.records
+        recorded = self.recorded.places
         if any(key[0] in suites and key[2] in agents for key in recorded):
             return
         source = self.recorded.source
@@ -184,7 +245,10 @@ class Replay:
         """The case's result from its recorded answer: judged, or not rejudged and why
         (``runner``: the run's ``Runner``, for its services and options; not imported, no circle)."""
         case, source = job.case, self.recorded.source
-        record = self.recorded.records[self.key(job)]
+        try:
+            record = self.recorded.record(self.key(job))
+        except SpecrunError as exc:
+            return Result(case, "error", run=job.run, error=f"not rejudged: {exc}")
         if not _same_input(case.input, record.get("input")):
             why = f"not rejudged: input changed since {source}: its recorded output answers another question"
             return Result(case, "skipped", run=job.run, error=why)

@@ -93,9 +93,8 @@ def _runs(store: Any, agent: str | None, limit: int) -> None:
         else:
             outcome = f"{100 * run['passed'] / judged:.1f}%" if judged else "-"
             outcome += " (interrupted)" if run["interrupted"] else ""
-        argv = run["argv"] or []
-        if len(argv) > 1 and argv[0] == "rejudge":  # `specrun rejudge STREAM`: what it judged again
-            outcome += f" (rejudge of {argv[1]})"
+        if run.get("rejudge"):  # `specrun rejudge STREAM`: what it judged again
+            outcome += f" (rejudge of {run['rejudge']})"
         totals = "-" if run["total"] is None else f"{run['passed']}/{run['failed']}/{run['errors']}/{run['skipped']}"
         rows.append(
             [

@@ -51,51 +51,37 @@ def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
 
 async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from .._core.errors import UsageError
-    from .._load.problems import display_path
-    from .._report.console import ConsoleReport, clean
-    from .._report.outputs import PRIVATE_FOLDER, private_folder
     from .._run.session import RunRequest, RunSession
     from .._run.settings import RunOptions
-    from .main import debugging
+    from .run import planned, request_fields, run_planned
 
     request = RunRequest(
         inputs=specs,
         options=RunOptions(min_pass_rate=flags["min_pass_rate"], no_cache=flags["no_cache"]),
-        agent=flags["names"][0] if flags["names"] else None,
-        agents=list(flags["names"]),
-        outputs=list(flags["outputs"]),
-        timeout=flags["timeout"],
-        parallel=flags["parallel"],
-        run_filter=flags["run_filter"],
-        tags=flags["tags"],
-        keywords=flags["keywords"],
         executor="local",  # the recorded answers are here, not on a cluster's workers
-        verbose=flags["verbose"],
-        history=not flags["no_history"],
-        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+        **request_fields(flags),
     )
     recording = Path(stream)
-    for output in request.outputs:  # the recording is read whole first, but it is the evidence: keep it
+    for output in request.outputs:  # the recording is read again case by case, and it is the evidence: keep it
         if recording.is_file() and Path(output).resolve() == recording.resolve():
             raise UsageError(f"-o {output}: that is the stream being rejudged; write the rejudge elsewhere")
     session = RunSession(request)
     replay = session.rejudging(stream)  # a bad STREAM: before any suite is read
-    await session.load()
-    session.plan()
-    for note in session.notes:
-        click.echo(note, err=True)
-    if not request.outputs:  # the default stream, under .specrun/runs/
-        private_folder(session.project.root / PRIVATE_FOLDER)
-    locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
-    tracebacks = flags["verbose"] or debugging(click.get_current_context())
-    console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"], tracebacks=tracebacks)
-    console.output_paths = [display_path(Path(o)) for o in session.outputs]
-    click.echo(f"rejudging {replay.recorded.source}: no agent is called", err=True)
-    summary = await session.run(console)
+    try:
+        await session.load()
+        planned(session)
+        heading = f"rejudging {replay.recorded.source}: no agent is called"
+        return await run_planned(session, flags, locks, heading=heading, then=lambda _: _list_missing(replay))
+    finally:
+        replay.recorded.close()
+
+
+def _list_missing(replay: Any) -> None:
+    """The cases the recorded run has no record of (not run), the first 20 of them."""
+    from .._report.console import clean
+
     if replay.missing:
         shown = replay.missing[:20] + ([f"and {len(replay.missing) - 20} more"] if len(replay.missing) > 20 else [])
         click.echo(f"not run: {len(replay.missing)} not in {replay.recorded.source}:", err=True)
         for line in shown:
             click.echo(f"  {clean(line)}", err=True)
-    session.discard_stream()
-    return summary.exit_code

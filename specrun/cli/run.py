@@ -8,9 +8,16 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .._report.outputs import OutputLocks
+    from .._run.plan import Plan
+    from .._run.session import RunSession, RunSummary
 
 
 @click.command("run")
@@ -79,9 +86,7 @@ import click
 @click.option(
     "--lf", "--last-failed", "last_failed", is_flag=True, help="Run only the cases that failed or errored last time."
 )
-@click.option(
-    "--ff", "--failed-first", "failed_first", is_flag=True, help="Run the cases that failed last time first."
-)
+@click.option("--ff", "--failed-first", "failed_first", is_flag=True, help="Run the cases that failed last time first.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every assertion and the agent's output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only failures and the summary.")
 def command(paths: tuple[str, ...], inputs: tuple[str, ...], **flags: Any) -> None:
@@ -123,24 +128,14 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     request = RunRequest(
         inputs=specs,
         options=options,
-        timeout=flags["timeout"],
-        parallel=flags["parallel"],
         executor=flags["executor"],
         context_file=flags["ctx_file"],
-        agent=flags["names"][0] if flags["names"] else None,
-        agents=list(flags["names"]),
-        run_filter=flags["run_filter"],
-        tags=flags["tags"],
-        keywords=flags["keywords"],
         shard=flags["shard"],
         last_failed=flags["last_failed"],
         failed_first=flags["failed_first"],
-        outputs=list(flags["outputs"]),
         reporter_agent=flags["reporter"],
         saving=flags["save"],
-        verbose=flags["verbose"],
-        history=not flags["no_history"],
-        argv=(click.get_current_context().find_object(dict) or {}).get("argv", []),
+        **request_fields(flags),
     )
     session = RunSession(request)
     _check_reporter(session.project, flags)
@@ -153,33 +148,74 @@ async def _run(specs: list[str], flags: dict[str, Any], locks: Any) -> int:
             echo_skipped(session.skipped)
     if flags["save"]:
         _save_generated(suites, flags["save"])
-    plan = session.plan()
-    for note in session.notes:
-        click.echo(note, err=True)
+    plan = planned(session)
     if flags["dry_run"]:
         _show_plan(plan, options.runs, flags["save"], session.plugins.registry)
         await session.aclose()
         return 0
+    # Direct mode (``-i "hello"``) is pipeable: stdout carries the answer alone (what a Python
+    # agent prints goes to stderr with the console).
+    direct = session.direct and not request.outputs
+    answer = (lambda summary: _print_direct(summary.stream)) if direct else None
+    return await run_planned(session, flags, locks, direct=direct, then=answer)
+
+
+def request_fields(flags: dict[str, Any]) -> dict[str, Any]:
+    """The ``RunRequest`` fields that ``run`` and ``rejudge`` read from the same flags."""
+    return {
+        "agent": flags["names"][0] if flags["names"] else None,
+        "agents": list(flags["names"]),
+        "outputs": list(flags["outputs"]),
+        "timeout": flags["timeout"],
+        "parallel": flags["parallel"],
+        "run_filter": flags["run_filter"],
+        "tags": flags["tags"],
+        "keywords": flags["keywords"],
+        "verbose": flags["verbose"],
+        "history": not flags["no_history"],
+        "argv": (click.get_current_context().find_object(dict) or {}).get("argv", []),
+    }
+
+
+def planned(session: RunSession) -> Plan:
+    """The session's plan, and what planning chose to say (on stderr)."""
+    plan = session.plan()
+    for note in session.notes:
+        click.echo(note, err=True)
+    return plan
+
+
+async def run_planned(
+    session: RunSession,
+    flags: dict[str, Any],
+    locks: OutputLocks,
+    *,
+    direct: bool = False,
+    heading: str | None = None,
+    then: Callable[[RunSummary], None] | None = None,
+) -> int:
+    """Run a planned session, as ``run`` and ``rejudge`` do, to its exit code: the default stream's
+    private folder, its files locked, the console (on stderr, and stdout too, when ``direct``) with
+    ``heading`` above it; ``then(summary)`` before a temporary stream is removed."""
+    from .._load.problems import display_path
+    from .._report.console import ConsoleReport
+    from .main import debugging
+
+    request = session.request
     if session.outputs and not request.outputs:  # the default stream, under .specrun/runs/
         from .._report.outputs import PRIVATE_FOLDER, private_folder
 
         private_folder(session.project.root / PRIVATE_FOLDER)
     locks.acquire([("-o" if request.outputs else "the result stream", Path(o)) for o in session.outputs])
-    from .._report.console import ConsoleReport
-    from .main import debugging
-
-    # Direct mode (``-i "hello"``) is pipeable: stdout carries the answer alone (what a Python
-    # agent prints goes to stderr with the console).
-    direct = session.direct and not request.outputs
     tracebacks = flags["verbose"] or debugging(click.get_current_context())
     console = ConsoleReport(verbose=flags["verbose"], quiet=flags["quiet"], tracebacks=tracebacks, stderr=direct)
-    from .._load.problems import display_path
-
     console.output_paths = [display_path(Path(o)) for o in session.outputs]
+    if heading:
+        click.echo(heading, err=True)
     with contextlib.redirect_stdout(sys.stderr) if direct else contextlib.nullcontext():
         summary = await session.run(console)  # a failed report raises, and keeps the stream
-    if direct:
-        _print_direct(summary.stream)
+    if then is not None:
+        then(summary)
     session.discard_stream()
     return summary.exit_code
 

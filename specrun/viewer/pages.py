@@ -37,6 +37,7 @@ def runs_page(store: Store) -> str:
         total, passed = int(r["total"] or 0), int(r["passed"] or 0)
         status = "failed" if (r["failed"] or r["errors"]) else "passed" if passed else "skipped"
         note = " (interrupted)" if r["interrupted"] else ""
+        note += f" (rejudge of {r['rejudge']})" if r["rejudge"] else ""
         note += " (damaged in the history: open it for what)" if r["damaged"] else ""
         started = e(when(r["started_at"]) or "?")
         opened = f'<a href="{e(url("/run", id=r["id"]))}">{started}</a>' if r["id"] else started
@@ -147,6 +148,8 @@ def run_page(store: Store, run_id: str, approve: Approve | None, notice: str = "
         body.append(damaged(what, problems))
     argv = " ".join(str(a) for a in run["argv"] or [])
     body.append(f'<p class="meta">Agents: {e(", ".join(run["agents"]))} · <code>{e(argv)}</code></p>')
+    if run["rejudge"]:  # its answers are the recorded run's, judged again: no agent was called
+        body.append(f'<p class="meta">Rejudge of <code>{e(run["rejudge"])}</code>: no agent was called</p>')
     if run["interrupted"]:
         body.append('<p class="flaky">Interrupted: only the cases that finished are listed.</p>')
     body.append(

@@ -31,6 +31,7 @@ RUN = {
     "duration_ms": NUMBER,
     "cost": NUMBER,
     "summary": OBJECT,
+    "rejudge": TEXT,  # `specrun rejudge`: the recorded run it judged again (`stream PATH`, `run ID`)
 }
 CASE = {
     "run_id": TEXT,
