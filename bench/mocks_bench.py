@@ -2,7 +2,8 @@
 made by the ``mcp`` SDK's client, in a process of its own (its CPU is not the server's), against
 one case's mocks served by specrun in this process.
 
-Prints, per client mode (``auto``: the SDK's default, ``legacy``: the initialize handshake), the
+Prints, per event loop of the server (asyncio; uvloop, which specrun runs on where it is
+installed) and client mode (``auto``: the SDK's default, ``legacy``: the initialize handshake), the
 server's CPU-ms per call (this process's user + system time over the calls) and the client's
 wall-ms per call (one call at a time, loopback).
 
@@ -60,9 +61,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
-    for mode in ("auto", "legacy"):
-        server_ms, wall_ms = asyncio.run(measure(args.calls, mode))
-        print(f"client mode={mode}: server {server_ms:.3f} CPU-ms per call, client {wall_ms:.3f} wall-ms per call")
+    import uvloop
+
+    for loop, run in (("asyncio", asyncio.run), ("uvloop", uvloop.run)):
+        for mode in ("auto", "legacy"):
+            server_ms, wall_ms = run(measure(args.calls, mode))
+            print(f"{loop}, client mode={mode}: server {server_ms:.3f} CPU-ms per call, client {wall_ms:.3f} wall-ms")
 
 
 if __name__ == "__main__":
