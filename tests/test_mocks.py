@@ -344,3 +344,52 @@ def test_an_agent_calling_in_a_loop_is_cut_at_the_bound_and_fails():
     [verdict] = verdicts(Response("done", tool_calls=mocks.calls))
     assert verdict.status == "failed"
     assert verdict.message == f"specrun: the case made more than {MAX_CALLS:,} tool calls; the rest are refused"
+
+
+async def test_the_sdks_client_of_either_protocol_era_is_served_by_the_sdk():
+    import aiohttp
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+
+    from specrun._mocks.server import MockServer
+
+    server = MockServer()
+    await server.start()
+    try:
+        mocks = server.open([{"name": "t", "returns": {"n": 1}}])
+        # auto: server/discover, then per-request envelopes; legacy: initialize and its notification
+        for mode, version in (("auto", LATEST_MODERN_VERSION), ("legacy", LATEST_HANDSHAKE_VERSION)):
+            async with Client(mocks.url, mode=mode) as client:
+                assert client.protocol_version == version
+                assert (await client.call_tool("t", {"mode": mode})).structured_content == {"n": 1}
+                with pytest.raises(MCPError, match=r"tool call u \{\} is not mocked"):
+                    await client.call_tool("u", {})
+        old = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "0"}}
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": old}
+        accept = {"Accept": "application/json, text/event-stream"}
+        async with aiohttp.ClientSession(headers=accept) as http:
+            async with http.post(mocks.url, json=hello) as reply:  # an older client is answered in its version
+                assert (await reply.json())["result"]["protocolVersion"] == "2024-11-05"
+            async with http.post(mocks.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}) as reply:
+                assert reply.status == 202
+            async with http.post(mocks.url, data=b"x" * (5 * 1024 * 1024)) as reply:  # over the body bound
+                assert reply.status == 413
+        assert [(c.arguments, c.status) for c in mocks.calls] == [
+            ({"mode": "auto"}, "ok"),
+            ({}, "error"),
+            ({"mode": "legacy"}, "ok"),
+            ({}, "error"),
+        ]
+    finally:
+        await server.close()
+
+
+def test_without_the_mcp_extra_mocked_tools_are_refused_before_the_run(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what finding an uninstalled package finds
+    root = project(tmp_path, "cases:\n  - id: a\n    input: hi\n    tools: [{name: lookup, returns: 1}]\n")
+    (root / "agent.yaml").write_text(json.dumps({"target": {"type": "process", "command": ["false"]}}))
+    done = run_cli(["suite.yaml"], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "suite.yaml:2:" in done.stderr and "pip install 'specrun[mcp]'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,18 +2,31 @@
 
 This room owns: the answers a case's mocks give (here: which declaration answers a call), the
 run's loopback MCP server that serves every case's mocks, each under a path of its own
-(``server``), and the session that lends a case its server's URL and adds the calls the agent
-made to the case's evidence (``session``). Nothing here is imported unless a case declares
-``tools:``. Users' reference: docs/suite-format.md, "Mocked tools".
+(``server``, the ``mcp`` SDK's server: the ``mcp`` extra), and the session that lends a case its
+server's URL and adds the calls the agent made to the case's evidence (``session``). Nothing here
+is imported unless a case declares ``tools:``. Users' reference: docs/suite-format.md, "Mocked tools".
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
+INSTALL = "pip install 'specrun[mcp]'"
+
 NOT_MOCKED = object()
 """What ``answer`` gives for a call that no declaration answers."""
+
+
+def missing_sdk() -> str | None:
+    """Why mocked tools cannot be served here (the ``mcp`` extra is not installed), or None.
+    Found without importing the SDK, which takes ~0.4 s."""
+    try:
+        found = importlib.util.find_spec("mcp")
+    except (ImportError, ValueError):
+        found = None
+    return None if found is not None else f"mocked tools are served by the MCP SDK, which is not installed: {INSTALL}"
 
 
 def subset(wanted: Any, given: Any) -> bool:

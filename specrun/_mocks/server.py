@@ -1,20 +1,23 @@
-"""The run's mock MCP server: streamable HTTP on loopback, one path per case.
+"""The run's mock MCP server: the ``mcp`` SDK's server on loopback, one path per case.
 
 Each case that declares ``tools:`` is given ``http://127.0.0.1:PORT/mcp/<token>``, the token
-random (128 bits): a case cannot reach another's mocks, and its calls are its own. The server
-speaks the part of MCP (streamable HTTP transport, JSON replies, no session id) that a client
-needs to use tools: ``initialize``, ``ping``, ``tools/list`` and ``tools/call``. It is written
-here over aiohttp rather than mounted from the ``mcp`` SDK so that an agent in any language
-(a process or http target) can be tested without the ``mcp`` extra, and so that one listener
-serves every case's tools as they are declared, with no server object per case.
+random (128 bits): a case cannot reach another's mocks, and its calls are its own. Every
+protocol detail is the SDK's: one low-level ``mcp.server.lowlevel.Server`` behind a stateless
+``StreamableHTTPSessionManager`` with JSON replies (its protocol versions, the initialize
+handshake and ``server/discover``, notifications, errors, the body bound), served by uvicorn
+(an ``mcp`` dependency) on the socket the ``Listener`` bound. specrun gives it the
+``tools/list`` and ``tools/call`` handlers, which answer from the case of the request's path
+(``CaseMocks``): one server for every case, no server object per case. The SDK is the ``mcp``
+extra, imported when the first case with ``tools:`` runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import contextvars
 import secrets
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +26,12 @@ from .._core.listening import Listener
 from . import NOT_MOCKED, answer
 
 if TYPE_CHECKING:
-    from aiohttp import web
+    from mcp.server.context import ServerRequestContext
+    from mcp_types import CallToolRequestParams, PaginatedRequestParams
+    from starlette.types import Receive, Scope, Send
 
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # the initialize handshake's
-METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR = -32601, -32602, -32600, -32700
-MAX_BODY = 4 * 1024 * 1024
+INVALID_PARAMS, INVALID_REQUEST = -32602, -32600  # JSON-RPC's codes (CaseMocks answers without the SDK)
+MAX_BODY = 4 * 1024 * 1024  # bytes of a request body; the SDK answers a longer one 413
 MAX_CALLS = 10_000  # tool calls one case may make: an agent calling in a loop is bounded, and fails
 
 
@@ -129,12 +133,8 @@ class MockServer(Listener):
         async with self._starting:
             if self.started:
                 return
-            from aiohttp import web
-
-            app = web.Application(client_max_size=MAX_BODY)
-            app.router.add_route("*", "/mcp/{token}", self.handle)
             self._bind()
-            await self.serve(app)
+            await self.serve_asgi(self._app())
 
     def _bind(self) -> socket.socket:
         if self.sock is None:
@@ -157,63 +157,93 @@ class MockServer(Listener):
         await super().close()
         self.cases.clear()
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        from aiohttp import web
+    def _app(self) -> Any:
+        """The ASGI app: ``/mcp/<token>`` served by the SDK as that case's, anything else 404."""
+        from mcp.server.lowlevel import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+        from starlette.applications import Starlette
+        from starlette.routing import Route
 
-        mocks = self.cases.get(request.match_info["token"])
-        if mocks is None:
-            return web.Response(status=404, text="no case's mocks are served here (the case ended?)")
-        if request.method != "POST":  # no server-sent stream, no session to end: MCP lets a server say so
-            return web.Response(status=405, headers={"Allow": "POST"})
-        try:
-            message = json.loads(await request.read())
-        except ValueError:
-            return _error(None, PARSE_ERROR, "the body is not JSON", status=400)
-        if isinstance(message, list):
-            replies = [r for r in (self._reply(mocks, m) for m in message) if r is not None]
-            return web.json_response(replies) if replies else web.Response(status=202)
-        reply = self._reply(mocks, message)
-        return web.Response(status=202) if reply is None else web.json_response(reply)
+        from .. import __version__
 
-    def _reply(self, mocks: CaseMocks, message: Any) -> dict[str, Any] | None:
-        """The JSON-RPC reply to one message; None for a notification or a response."""
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-            if isinstance(message, dict) and "id" in message and "method" not in message:
-                return None  # a response to a request of ours: we send none
-            return {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {"code": INVALID_REQUEST, "message": "not a JSON-RPC request"},
-            }
-        if "id" not in message:
-            return None  # a notification (notifications/initialized, cancelled...)
-        method, params = message["method"], message.get("params") or {}
-        result: dict[str, Any] | None
-        error = None
-        if method == "initialize":
-            asked = params.get("protocolVersion") if isinstance(params, dict) else None
-            result = {
-                "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "specrun-mocks", "version": "1"},
-            }
-        elif method == "ping":
-            result = {}
-        elif method == "tools/list":
-            result = {"tools": mocks.listing()}
-        elif method == "tools/call" and isinstance(params, dict):
-            arguments = params.get("arguments")
-            result, error = mocks.call(params.get("name"), {} if arguments is None else arguments)
-        else:
-            result, error = None, {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}
+        sdk: Server[Any] = Server(
+            "specrun-mocks",
+            version=__version__,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=_input_schema,
+        )
+        sdk.middleware = []  # no OpenTelemetry span per message: a traced case's spans are its agent's
+        manager = StreamableHTTPSessionManager(
+            sdk,
+            json_response=True,  # one JSON reply per request: the handlers send nothing else
+            stateless=True,  # a case's state is its CaseMocks, found by path; no session id to keep
+            max_request_body_size=MAX_BODY,
+            security_settings=TransportSecuritySettings(  # loopback only: what the SDK sets for 127.0.0.1
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+            ),
+        )
+        route = Route("/mcp/{token}", _Dispatch(self.cases, manager))
+        return Starlette(routes=[route], lifespan=lambda _: manager.run())
+
+    def _mocks(self, ctx: ServerRequestContext[Any, Any]) -> CaseMocks:
+        """The mocks of the case whose path the request came by (the SDK hands handlers the request)."""
+        from mcp.shared.exceptions import MCPError
+
+        mocks = None if ctx.request is None else self.cases.get(ctx.request.path_params.get("token", ""))
+        if mocks is None:  # the case ended while its request was on the way
+            raise MCPError(INVALID_REQUEST, "specrun: no case's mocks are served here (the case ended?)")
+        return mocks
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any, Any], _: PaginatedRequestParams | None) -> Any:
+        import mcp_types
+
+        # The SDK's model, its defaults filled (the 2026 revision's cache hints): each version's
+        # reply is cut from it by the SDK.
+        return mcp_types.ListToolsResult.model_validate({"tools": self._mocks(ctx).listing()})
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> Any:
+        import mcp_types
+        from mcp.shared.exceptions import MCPError
+
+        result, error = self._mocks(ctx).call(params.name, {} if params.arguments is None else params.arguments)
         if error is not None:
-            return {"jsonrpc": "2.0", "id": message["id"], "error": error}
-        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            raise MCPError(error["code"], error["message"])
+        return mcp_types.CallToolResult.model_validate(result)
 
 
-def _error(ident: Any, code: int, message: str, status: int = 200) -> web.Response:
-    from aiohttp import web
+_serving: contextvars.ContextVar[CaseMocks] = contextvars.ContextVar("specrun_mocks_serving")
+"""The case whose request is being served, for ``_input_schema``, which the SDK gives only a name."""
 
-    return web.json_response(
-        {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}, status=status
-    )
+
+def _input_schema(name: str) -> Mapping[str, Any] | None:
+    """The input schema of the served case's tool ``name`` (listed as ``tools/list`` lists it),
+    for the SDK's checks of a call's ``Mcp-Param-*`` headers without running ``tools/list``."""
+    mocks = _serving.get(None)
+    tool = None if mocks is None else mocks.tools.get(name)
+    return None if tool is None else tool.get("input_schema") or {"type": "object"}
+
+
+class _Dispatch:
+    """ASGI endpoint of ``/mcp/{token}``: a token of a running case is handed to the SDK's
+    session manager (the case set for the request), any other is answered 404."""
+
+    def __init__(self, cases: dict[str, CaseMocks], manager: Any):
+        self.cases, self.manager = cases, manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        mocks = self.cases.get(scope["path_params"]["token"])
+        if mocks is None:
+            from starlette.responses import PlainTextResponse
+
+            reply = PlainTextResponse("no case's mocks are served here (the case ended?)", status_code=404)
+            await reply(scope, receive, send)
+            return
+        serving = _serving.set(mocks)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            _serving.reset(serving)

@@ -352,6 +352,11 @@ def case_problems(
     if case.tools and not target.mock_tools:  # they would never be reached: say so before the run
         message = f"the {target.name} target does not give its agent mocked tools (python, process and http do)"
         found.append(("tools", f"{message}: run this case against one of those, or leave tools out"))
+    if case.tools:
+        from .._mocks import missing_sdk
+
+        if missing := missing_sdk():
+            found.append(("tools", missing))
     try:
         found += list(target.case_problems(case))
     except TargetError:
