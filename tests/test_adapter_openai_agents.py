@@ -83,10 +83,17 @@ def fine() -> dict:
 def pay(amount: int) -> str:
     return "paid"
 
+@function_tool
+def tick(file: str) -> str:
+    '''A tool with a side effect: a line added to a file.'''
+    with open(file, "a") as out:
+        out.write("tick\\n")
+    return "ticked"
+
 agent = Agent(
     name="weather",
     instructions="Answer about the weather.",
-    tools=[get_weather, slow_lookup, stuck_lookup, timed, own_failure, fine, pay],
+    tools=[get_weather, slow_lookup, stuck_lookup, timed, own_failure, fine, pay, tick],
     model=OpenAIChatCompletionsModel(model="mock", openai_client=client),
 )
 
@@ -156,6 +163,14 @@ cases:
       - {role: assistant, content: It rains in Oslo.}
       - {role: user, content: thanks}
     assertions: [{type: tool_not_called}]
+  - id: ticks-over-limit
+    input: tick 5 into over.txt
+    limits: {tool_calls: 2}
+    assertions: [{type: contains, value: ticked}]
+  - id: ticks-within-limit
+    input: tick 5 into within.txt
+    limits: {tool_calls: 5, tokens: 1000}
+    assertions: [{type: tool_called, name: tick, times: 5}]
   - id: chat
     simulator: {type: scripted, turns: ["weather in Paris", "and in Rome?"]}
     checkpoints:
@@ -177,6 +192,12 @@ def weather_model() -> Any:
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]
+        asked = next(_text(m) for m in messages if m["role"] == "user")
+        if ticks := re.fullmatch(r"tick (\d+) into (\S+)", asked):  # one call per model response
+            if sum(m["role"] == "tool" for m in messages) < int(ticks.group(1)):
+                call = {"name": "tick", "arguments": {"file": ticks.group(2)}, "id": f"call_{next(ids)}"}
+                return {"tool_calls": [call]}
+            return {"content": "all ticked"}
         if messages[-1]["role"] == "tool":
             return {"content": "It is " + "; ".join(_text(m) for m in messages if m["role"] == "tool")}
         text = _text(messages[-1])
@@ -292,6 +313,24 @@ def test_a_dynamic_case_continues_the_sdks_conversation(run, server):
     second = next(r["messages"] for r in server.requests if _text(r["messages"][-1]) == "and in Rome?")
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert second[2]["tool_calls"][0]["function"]["name"] == "get_weather" and second[3]["content"] == "sunny in Paris"
+
+
+def test_a_case_over_its_tool_call_limit_is_stopped_before_the_extra_call_runs(run, project):
+    over = run["ticks-over-limit"]
+    assert over["status"] == "failed"
+    assert over["error"] == "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent)"
+    # The model asked for a third call: it was stopped there, before the tool ran (and before
+    # the five calls the model would have made).
+    assert (project / "over.txt").read_text().splitlines() == ["tick", "tick"]
+    assert [(c["name"], c.get("result"), c["step"]) for c in over["tool_calls"]] == [
+        ("tick", "ticked", 1),
+        ("tick", "ticked", 2),
+        ("tick", None, 3),
+    ]
+    assert over["usage"]["total_tokens"] == 45  # the three model responses it had
+    within = run["ticks-within-limit"]
+    assert within["status"] == "passed", within
+    assert len((project / "within.txt").read_text().splitlines()) == 5
 
 
 def test_the_case_timeout_makes_the_case_an_error(run):

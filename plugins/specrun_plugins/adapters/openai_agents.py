@@ -32,6 +32,7 @@ from specrun.plugin import (
 )
 
 from . import _openai_items as items
+from ._openai_progress import run_reporting
 
 
 @functools.cache
@@ -127,10 +128,14 @@ class AgentsSession(Session):
         )
         start = time.perf_counter()
         try:
-            run = await sdk.Runner.run(
+            # Each model response's tool calls and usage go to Context.progress before its
+            # tools run: a case over its limits is stopped there, mid-reply.
+            run = await run_reporting(
+                sdk,
                 self.agent,
                 [*self.history, *items.input_items(new)],
-                context=self.context,
+                self.context,
+                failed,
                 max_turns=max_turns,
                 run_config=config,
             )
