@@ -190,3 +190,39 @@ def test_seconds_bound_a_dynamic_case_and_cut_its_turn_short(run):
     status, message = error(results, "seconds-dyn")
     assert status == "failed" and message.startswith("limit exceeded: seconds reached 0.0"), message
     assert message.endswith("over the limit of 0.05 (counted in the conversation) in turn 1")
+
+
+def test_a_report_from_outside_the_reply_cancels_it_even_when_the_reply_swallows_that():
+    """A trace's spans are reported from the loop, not from the task awaiting the reply: over a
+    limit, that task is cancelled, and the case fails on the limit even if the agent's code let
+    the cancellation go by; no cancellation is left over for the runner. A thread's report is
+    counted only at the reply's end."""
+    import asyncio
+
+    from specrun import Response, ToolCall
+    from specrun._run.limits import LimitExceeded, Meter
+
+    over = Response(None, tool_calls=[ToolCall("a"), ToolCall("b")])
+
+    async def scenario(swallow: bool) -> None:
+        meter = Meter({"tool_calls": 1})
+
+        async def reply() -> str:
+            await asyncio.to_thread(meter.observe, over)  # from a thread: not now
+            asyncio.get_running_loop().call_soon(meter.observe, over)  # from the loop: stops it
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                if not swallow:
+                    raise
+            return "done"
+
+        with pytest.raises(LimitExceeded, match="tool_calls reached 2, over the limit of 1"):
+            with meter.watching():
+                await reply()
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+        await asyncio.sleep(0)  # nothing pending: the case goes on to its result
+
+    for swallow in (False, True):
+        asyncio.run(scenario(swallow))

@@ -28,6 +28,7 @@ from .._project.registry import Registry
 from .verdicts import combine, evaluate_case, judge_usage, spent_on
 
 SOURCES = ("agent", "judge", "simulator")
+MID_REPLY = ("tool_calls", "tokens", "cost")  # what Context.progress reports and can stop a reply on
 _IN = " (counted in the "
 
 
@@ -59,6 +60,13 @@ class Meter:
         self.replying: asyncio.Task[Any] | None = None  # the task awaiting the reply being watched
         self.so_far: Response | None = None  # what that reply reported it has done so far
         self.stopped: LimitExceeded | None = None  # why the meter stopped it
+        self.cancelled = False  # stopped by cancelling it from outside (``observe``)
+
+    @property
+    def mid_reply(self) -> bool:
+        """Whether a reply's progress is worth telling: a limit it can go over mid-reply (a case
+        with none spares its session the reports, a traced one its spans' evidence as they come)."""
+        return any(key in self.limits for key in MID_REPLY)
 
     def _over(self, key: str, value: float, where: str, what: str = "") -> None:
         limit = self.limits.get(key)
@@ -99,22 +107,37 @@ class Meter:
         that leaves here as ``LimitExceeded`` (whatever the framework made of it on the way).
         A cancellation from outside (``--fail-fast``, a signal) stays one."""
         task = asyncio.current_task()
-        self.replying, self.so_far, self.stopped = task, None, None
+        self.replying, self.so_far, self.stopped, self.cancelled = task, None, None, False
         try:
             yield
         except BaseException:
+            if self.cancelled and task is not None:
+                task.uncancel()  # the meter's own cancellation, not one from outside
             if self.stopped is None or (task is not None and task.cancelling()):
                 raise
             raise self.stopped from None
         finally:
             self.replying = None
+        if self.cancelled and self.stopped is not None:  # the reply let the cancellation go by: still over
+            if task is not None:
+                task.uncancel()
+            raise self.stopped from None
 
     def observe(self, so_far: Response) -> None:
         """``Context.progress``: the reply under way has done ``so_far``; over ``tool_calls``,
-        ``tokens`` or ``cost`` with it, the reply is stopped (``asyncio.CancelledError``). Told
-        outside the watched task (a thread, another task), it is only counted at the reply's end."""
-        if self.replying is None or asyncio.current_task() is not self.replying:
+        ``tokens`` or ``cost`` with it, the reply is stopped: in the watched task by raising
+        ``asyncio.CancelledError`` there and then; told elsewhere on its event loop's thread
+        (another task, a callback: a trace's spans as they arrive) by cancelling that task.
+        Told from another thread, it is only counted at the reply's end."""
+        replying = self.replying
+        try:
+            here = asyncio.current_task()
+        except RuntimeError:  # a thread with no event loop
             return
+        if replying is None or (here is not replying and asyncio.get_running_loop() is not replying.get_loop()):
+            return
+        if here is not replying and self.stopped is not None:
+            return  # stopped already: its cancellation is on its way
         self.so_far = so_far
         try:
             if so_far.tools_reported:
@@ -128,7 +151,10 @@ class Meter:
                     self._over("cost", total.cost, "agent")
         except LimitExceeded as over:
             self.stopped = over
-            raise asyncio.CancelledError(str(over)) from None
+            if here is replying:
+                raise asyncio.CancelledError(str(over)) from None
+            self.cancelled = True
+            replying.cancel(str(over))
 
     def turn(self, number: int) -> None:
         """Before turn ``number`` of a dynamic case: ``LimitExceeded`` when it would be one too many."""
