@@ -158,6 +158,11 @@ def export(*spans):
 print("(agent) >> ", end="", flush=True)
 for turn, line in enumerate(sys.stdin, 1):
     city, top = line.strip(), f"{turn:016x}"
+    if city == "tick":  # five tool calls, each exported as it ends
+        for n in range(5):
+            export(span(f"{n + 200:016x}", top, "tick", {"openinference.span.kind": "TOOL", "tool.name": "tick"}))
+        print("ticked\n(agent) >> ", end="", flush=True)
+        continue
     tool = {"openinference.span.kind": "TOOL", "tool.name": "weather", "input.value": json.dumps({"city": city}),
             "output.value": "sunny"}
     export(span(f"{turn + 100:016x}", top, "weather", tool, error=city == "Atlantis"))
@@ -175,6 +180,7 @@ cases:
     input: Atlantis
     assertions:
       - {type: tool_called, name: weather, arguments: {city: Paris}}
+  - {id: ticks, input: tick, limits: {tool_calls: 2}}
 """
 
 
@@ -195,6 +201,9 @@ def test_process_agent_exporting_otlp_json_to_the_receiver_it_is_given(tmp_path:
     # The top span came after the reply, and is the case's: the case waited for it, not for the whole grace.
     assert [s["name"] for s in got["paris"]["trace"]["spans"]] == ["weather", "agent turn"]
     assert got["paris"]["duration_ms"] < 4000
+    # Its tool spans came one by one during the reply: the third one over the limit stopped it.
+    assert got["ticks"]["status"] == "failed"
+    assert got["ticks"]["error"] == "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent)"
 
 
 class HttpAgent:
@@ -372,6 +381,46 @@ def test_the_python_example_passes_but_for_the_case_failing_on_purpose(tmp_path:
     assert statuses == {"lamp": "passed", "greeting": "passed", "unicorn": "passed", "fails-on-purpose": "failed"}
     assert got["unicorn"]["tool_calls"][0]["status"] == "error"  # a sync agent: its thread has the case's context
     assert got["fails-on-purpose"]["tool_calls"][0]["arguments"] == {"item": "chair"}
+
+
+TICKING_AGENT = """
+import asyncio
+from opentelemetry import trace
+
+tracer = trace.get_tracer("ticker")
+
+
+async def agent(messages, ctx):
+    count, path = messages[-1].text.split()
+    with tracer.start_as_current_span("invoke_agent ticker"):
+        for n in range(int(count)):
+            tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "tick", "gen_ai.tool.call.id": f"t{n}"}
+            with tracer.start_as_current_span("execute_tool tick", attributes=tool):
+                with open(path, "a") as out:  # the tool's side effect
+                    out.write("tick\\n")
+            await asyncio.sleep(0)  # as an agent waits for its model between calls
+    return "ticked"
+"""
+
+
+def test_a_traced_agent_over_its_tool_call_limit_is_stopped_as_its_spans_arrive(tmp_path: Path) -> None:
+    (tmp_path / "ticker.py").write_text(TICKING_AGENT)
+    (tmp_path / "agent.yaml").write_text("target: python:ticker:agent\ntraces: otel\n")
+    (tmp_path / "suite.yaml").write_text(
+        "cases:\n"
+        "  - {id: over, input: 5 over.txt, limits: {tool_calls: 2}}\n"
+        "  - {id: within, input: 5 within.txt, limits: {tool_calls: 5},\n"
+        "    assertions: [{type: tool_called, name: tick, times: 5}]}\n"
+    )
+    done = run_cli(["suite.yaml", "-o", "out.jsonl", "--no-history"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    got = results(tmp_path / "out.jsonl")
+    assert got["over"]["status"] == "failed"
+    assert got["over"]["error"] == "limit exceeded: tool_calls reached 3, over the limit of 2 (counted in the agent)"
+    assert (tmp_path / "over.txt").read_text().splitlines() == ["tick"] * 3  # not the five it would have made
+    assert [c["id"] for c in got["over"]["tool_calls"]] == ["t0", "t1", "t2"]
+    assert got["within"]["status"] == "passed", got["within"]
+    assert len((tmp_path / "within.txt").read_text().splitlines()) == 5
 
 
 def test_waiting_for_late_spans_never_times_a_case_out(tmp_path: Path) -> None:

@@ -407,7 +407,7 @@ class Runner:
         services = self.services(job.run)
         target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
         meter = Meter(case_limits(case.limits, self.project.config))
-        ctx._progress = meter.observe  # before the session is made: it may keep a copy of ctx
+        ctx._progress = meter.observe if meter.mid_reply else None  # before the session is made: it may copy ctx
         session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
         try:
             if case.dynamic:

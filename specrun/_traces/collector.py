@@ -14,8 +14,9 @@ counted, on the case (its record and a warning say so) and in the run's summary.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .spans import Span
 
@@ -36,6 +37,8 @@ class CaseTrace:
         "_waiter",
         "chars",
         "dropped",
+        "listener",
+        "loop",
         "root_id",
         "spans",
         "taken",
@@ -53,6 +56,9 @@ class CaseTrace:
         self._tops = 0  # spans whose parent is the root (or none): the agent's own top-level spans
         self._tops_seen = 0
         self._waiter: asyncio.Event | None = None
+        # Told on ``loop``'s thread as spans arrive while a reply is under way (the case's limits).
+        self.listener: Callable[[], None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def _add(self, span: Span) -> None:
         self.spans.append(span)
@@ -95,6 +101,15 @@ class CaseTrace:
     def _arrived(self) -> None:
         if self._waiter is not None:
             self._waiter.set()
+        if self.listener is not None:
+            self.listener()
+
+    def _arrived_elsewhere(self) -> None:
+        """Spans came from any thread (this process's, even the loop's own in the middle of the
+        agent's code): the listener is told from the loop, once that code waits."""
+        if self.listener is not None and self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the case is long over
+                self.loop.call_soon_threadsafe(self._arrived)
 
 
 class Router:
@@ -122,9 +137,10 @@ class Router:
 
     def deliver(self, spans: Iterable[Span], notify: bool = True) -> int:
         """Give each span to its case; the number dropped for the limits. ``notify`` (on the
-        event loop's thread) wakes a case waiting for its spans."""
+        event loop's thread) wakes a case waiting for its spans; else (maybe another thread)
+        its listener is told from the loop."""
         dropped = 0
-        woken: list[CaseTrace] = []
+        woken: dict[int, CaseTrace] = {}
         with self._lock:
             for span in spans:
                 case = self.cases.get(span.trace_id)
@@ -142,11 +158,13 @@ class Router:
                 case._add(span)
                 self.held += span.size
                 self.spans += 1
-                woken.append(case)
+                woken[case.trace_id] = case
             self.dropped += dropped
-        if notify:
-            for case in woken:
+        for case in woken.values():
+            if notify:
                 case._arrived()
+            else:
+                case._arrived_elsewhere()
         return dropped
 
     def counts(self) -> dict[str, int]:

@@ -34,7 +34,7 @@ class _Processor(SpanProcessor):
             return
         for router in self.routers:
             if context.trace_id in router.cases:
-                router.deliver([from_sdk(span)], notify=False)  # maybe another thread: no loop to wake
+                router.deliver([from_sdk(span)], notify=False)  # maybe another thread: told through the loop
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         pass

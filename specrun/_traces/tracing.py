@@ -18,7 +18,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from .._core.data import Context, Message, Response, TraceContext, parse_duration
+from .._core.data import Context, Message, Response, ToolCall, TraceContext, parse_duration
 from .._core.errors import TargetError
 from .._core.kinds import Session, Target
 from .._core.wrapping import WrappingSession
@@ -166,6 +166,13 @@ class TracedSession(WrappingSession):
         self.grace = grace  # None: no receiver collects this agent's spans, nothing arrives late
         self.in_process = in_process
         self._warned: set[str] = set()
+        # The case's limits (``Context.progress``): the spans of a reply under way are reported
+        # to them as they arrive, with what the target's session reports itself (relayed).
+        self.report = context._progress
+        self.reported: Response | None = None  # what the target's session reported of this reply
+        self.turn = 1
+        if self.report is not None:
+            context._progress = self._relay
 
     async def send(self, messages: list[Message]) -> Response:
         if self.grace is not None:
@@ -177,6 +184,9 @@ class TracedSession(WrappingSession):
             from .inprocess import enter
 
             token = enter(case.trace_id, case.root_id)
+        self.reported, self.turn = None, sum(1 for m in messages if m.role == "user")
+        if self.report is not None:
+            case.listener, case.loop = self._arrived, asyncio.get_running_loop()
         try:
             response = Response.of(await self.inner.send(messages))
         except TargetError as exc:  # what the agent did before it failed keeps its traced calls
@@ -184,6 +194,7 @@ class TracedSession(WrappingSession):
                 self._evidence(exc.response, messages)
             raise
         finally:
+            case.listener = None  # late spans are the reply's, counted with it
             if token is not None:
                 from .inprocess import leave
 
@@ -191,6 +202,25 @@ class TracedSession(WrappingSession):
         if self.grace is not None and not case.complete:
             await _settle(case, self.grace)
         return self._evidence(response, messages)
+
+    def _so_far(self) -> Response:
+        """The reply under way: what the target's session reported of it, with its spans so far."""
+        reported = self.reported
+        calls: list[ToolCall] = list(reported.tool_calls) if reported is not None and reported.tools_reported else []
+        so_far = Response(None, tool_calls=calls, usage=reported.usage if reported is not None else None)
+        return evidence.apply(so_far, self.case.spans[self.case.taken :], self.turn)
+
+    def _relay(self, so_far: Response) -> None:
+        """The target's session's own report (in the task awaiting it), with the spans so far."""
+        self.reported = so_far
+        if self.report is not None:
+            self.report(self._so_far())
+
+    def _arrived(self) -> None:
+        """Spans came during the reply (on the loop, outside its task): over a limit with them,
+        the case's limits cancel the reply."""
+        if self.report is not None and self.case.listener is not None:
+            self.report(self._so_far())
 
     def _evidence(self, response: Response, messages: list[Message]) -> Response:
         case = self.case
