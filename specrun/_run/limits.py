@@ -7,8 +7,9 @@ was counted. ``tool_calls`` and ``turns`` count the agent's; ``tokens`` and ``co
 agent's usage as reported, and separately the judges' and the simulator's, each against the
 limit; ``seconds`` bounds the case's time from its first call to the agent (a dynamic case's
 simulator and checkpoints included), cutting a reply short. A session that reports its reply
-as it goes (``Context.progress``: a framework adapter's tool calls and usage) is stopped as soon
-as that goes over ``tool_calls``, ``tokens`` or ``cost``, mid-reply (``Meter.watching``). A case
+as it goes (``Context.progress``: a framework adapter's tool calls and usage, a traced agent's
+spans as they arrive) is stopped as soon as that goes over ``tool_calls``, ``tokens`` or
+``cost``, mid-reply (``Meter.watching``). A case
 over a limit stops there: its assertions are not judged, a dynamic case asks for no further turn.
 A limit on what the agent did not report (its tool calls, its usage, a cost) is an ``error``.
 """
