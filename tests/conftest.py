@@ -57,3 +57,11 @@ def _not_in_a_github_job(monkeypatch: pytest.MonkeyPatch) -> None:
     (tests/test_ci_annotations.py sets these variables for its own runs)."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own, with langsmith's plugin left out of the runs it makes as above: pytester
+    clears PYTEST_ADDOPTS, and each run (xdist's workers too) then imported langsmith again."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+    return pytester

@@ -80,8 +80,9 @@ def judge():
 # The seed needs pytest-asyncio and pytest-order (and specrun's plugin, installed with it);
 # anyio's and xdist's plugins it never uses cost a third of a run in a new process: pytest
 # compiles their modules again in each one when bytecode is not written (PYTHONDONTWRITEBYTECODE).
+# langsmith's (it comes with langchain-core) imported 1.3 s of langsmith into the new process.
 PYTEST_ARGS = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:anyio", "-p", "no:xdist"]
-PYTEST_ARGS += ["-p", "no:xdist.looponfail"]
+PYTEST_ARGS += ["-p", "no:xdist.looponfail", "-p", "no:langsmith_plugin"]
 OTHER_SETTINGS = ("SPECRUN_", "AK_TEST", "OPENAI_")  # the run's settings are the seed's alone
 
 
