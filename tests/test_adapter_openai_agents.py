@@ -18,17 +18,18 @@ import time
 import types
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import agents
 import pytest
-from openai.types.chat import ChatCompletion
 from specrun_plugins.adapters.openai_agents import OpenAIAgentsAdapter, OpenAIChatCompletionAdapter
 from specrun_plugins.targets.python import PythonTarget
 from support.cli import run_cli
 from support.llm_server import LLMServer
 
 from specrun import Context, Message, TargetError
+
+if TYPE_CHECKING:  # the SDK and openai are imported by the tests that use them: collection pays 1-2 s else
+    from openai.types.chat import ChatCompletion
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "openai_agents"
 
@@ -410,6 +411,8 @@ def test_a_message_history_becomes_the_sdks_items(run, server):
 
 
 def test_only_the_sdks_agent_is_claimed_not_any_agents_module(monkeypatch):
+    import agents
+
     real = agents.Agent(name="x")
     assert OpenAIAgentsAdapter.claims(real)
     fake = types.ModuleType("agents")
@@ -425,6 +428,8 @@ def test_only_the_sdks_agent_is_claimed_not_any_agents_module(monkeypatch):
 
 
 def completion(message: dict[str, Any]) -> ChatCompletion:
+    from openai.types.chat import ChatCompletion
+
     return ChatCompletion.model_validate(
         {
             "id": "c1",

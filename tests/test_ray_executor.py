@@ -13,8 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-import ray
-from ray._raylet import Config
 from support.background import Job
 from support.cli import SPECRUN, run_cli
 from support.llm_server import LLMServer
@@ -97,6 +95,9 @@ CLUSTER = Job(__name__, "cluster", lambda _: [sys.executable, "-c", CLUSTER_PROG
 @pytest.fixture(scope="module")
 def cluster():
     """One local cluster for the module, as a program that had joined one would have it."""
+    import ray  # here, not at collection: Ray's import is half a second
+    from ray._raylet import Config
+
     address = CLUSTER.first_line(timeout=120)
     with pytest.MonkeyPatch.context() as patch:
         # A local cluster takes a token (in ~/.ray). ray.init(address="local") turns token mode

@@ -66,7 +66,8 @@ def alive(pid: int) -> bool:
 def test_the_seed_examples_pass_against_the_example_agents_and_the_loopback_judge():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SPECRUN_TEST"))}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"],
+        # langsmith's plugin (it comes with langchain-core) imported 1.3 s of langsmith.
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:langsmith_plugin"],
         cwd=EXAMPLES,
         env=env,
         capture_output=True,

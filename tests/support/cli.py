@@ -4,7 +4,7 @@ Starting ``specrun`` as a process costs its imports every time (litellm alone ta
 ``run_cli`` calls the CLI's entry point (``specrun.cli.main.main``) instead, with the working
 folder, environment and standard streams of that one call, and puts back afterwards what a run
 changes in its process: the folder, ``os.environ``, ``sys.path``, the agent modules of test
-projects (hidden during the call too), the garbage collector's tuning, the SIGINT/SIGTERM
+projects (hidden during the call too), the garbage collector's tuning (it freezes nothing), the SIGINT/SIGTERM
 handlers and the secrets registered for redaction. Tests of process-level behaviour (signals, closed stdout, process
 trees, the installed entry point) keep starting a real process.
 """
@@ -49,7 +49,7 @@ def _project_modules(folders: tuple[str, ...]) -> list[str]:
     """Modules imported from ``folders``: the agents and hooks of projects, which a new
     ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
     found = []
-    for name, module in list(sys.modules.items()):
+    for name, module in sys.modules.copy().items():  # one step: a thread may be importing
         if _NEVER.get(name) is module:
             continue
         file = str(getattr(module, "__file__", "") or "")
@@ -61,6 +61,10 @@ def _project_modules(folders: tuple[str, ...]) -> list[str]:
     return found
 
 
+def _no_freeze() -> None:
+    """``gc.freeze`` during an in-process run (see ``_process_state``)."""
+
+
 @contextlib.contextmanager
 def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     from specrun._core import redact
@@ -68,7 +72,11 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     folder, environ, path = os.getcwd(), dict(os.environ), list(sys.path)
     temporary = _folders(tempfile.gettempdir())  # where tests make their projects
     hidden = {name: sys.modules.pop(name) for name in _project_modules(temporary)}
-    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+    # A run freezes what it loaded (session.py) and what is left as it exits (main.py): here
+    # the test process lives on, and what froze would never be swept (nor can part of the
+    # frozen objects be put back, so unfreezing would unfreeze what the tests froze: conftest.py).
+    threshold, freeze = gc.get_threshold(), gc.freeze
+    gc.freeze = _no_freeze
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     secrets = dict(getattr(redact, "_registered", {}))
     os.chdir(cwd)
@@ -85,11 +93,7 @@ def _process_state(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
         for name in _project_modules(temporary + imported_from):
             del sys.modules[name]
         sys.modules.update(hidden)
-        # A run freezes what it loaded (session.py). Unfreezing is O(1) but counting the frozen
-        # objects walks them all (~35 ms once litellm is loaded, on every call): when nothing was
-        # frozen before, unfreeze without counting.
-        if frozen == 0 or gc.get_freeze_count() > frozen:
-            gc.unfreeze()
+        gc.freeze = freeze
         gc.set_threshold(*threshold)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
