@@ -23,7 +23,8 @@ The agent is an ``async`` function by default; ``--sync`` makes it a plain funct
 ``python`` target runs in a worker thread (that hand-off is then part of the figure).
 
 ``--profile FILE`` runs the big suite once more under cProfile and writes its statistics to FILE
-(read with ``python -m pstats FILE``).
+(read with ``python -m pstats FILE``). ``bench/engine_instructions.py`` counts the same workload
+in instructions, which other work on the machine does not move.
 """
 
 from __future__ import annotations

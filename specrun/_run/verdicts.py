@@ -53,7 +53,10 @@ async def evaluate_all(
 ) -> list[Verdict]:
     """Every assertion's verdict, each within ``timeout`` seconds (the case timeout): one that
     does not finish in time (a script that hangs) is an ``error`` that names it."""
-    return [await _bounded(a, check, registry, timeout) for a in assertions]
+    verdicts = []
+    for a in assertions:  # a loop, not a comprehension: an awaiting one is a coroutine more per case
+        verdicts.append(await _bounded(a, check, registry, timeout))
+    return verdicts
 
 
 async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeout: float) -> Verdict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from specrun.plugin import MISSING, shorten
@@ -36,7 +37,8 @@ def show(value: Any, limit: int = PREVIEW_CHARS) -> str:
     if isinstance(value, str) and len(value) > limit:
         value = value[:limit]  # its JSON is still longer than limit: the cut below is the same
     try:
-        text = _SHOWN.encode(value)  # a message, not a record: NaN may show
+        # a string as _SHOWN writes one, without an encoder's setup per call (two per contains)
+        text = encode_basestring(value) if type(value) is str else _SHOWN.encode(value)  # NaN may show
     except (ValueError, RecursionError):  # a circular structure
         text = repr(value)
     return shorten(text, limit)
