@@ -239,6 +239,11 @@ class Project:
         """The run summary's ``traces`` counts, when an agent was traced."""
         return self._tracing.summary() if self._tracing is not None else {}
 
+    def add_trace_summary(self, part: dict[str, Any]) -> None:
+        """Count the ``traces`` of a worker's ``trace_summary()`` part with this run's."""
+        if part.get("traces"):
+            self.tracing().router.add(part["traces"])
+
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,
         generators, reporters). Not with the case's mocked tools: those are its agent's."""
