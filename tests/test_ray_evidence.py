@@ -179,3 +179,25 @@ def test_the_workers_spans_are_counted_in_the_run_summary(runs):
     assert summaries["ray"]["traces"] == summaries["local"]["traces"]
     assert summaries["ray"]["traces"]["spans"] == 6  # two per shop case, one per weather case
     assert "Traces:" in runs["ray"][0].stdout
+
+
+@pytest.mark.parametrize(
+    ("agent", "said"),
+    [
+        ("target: http://127.0.0.1:9/chat\ntraces: otel\n", "the fixed receiver 127.0.0.1:4318"),
+        (
+            "target: {type: process, command: weather.py}\ntraces: {type: otel, receiver: 127.0.0.1:4319}\n",
+            "the fixed receiver 127.0.0.1:4319: each worker listens for its own cases' spans, and several cannot share"
+            " one port; run it with --executor local (or drop receiver:",
+        ),
+    ],
+)
+def test_a_fixed_trace_receiver_on_ray_is_refused_before_anything_runs(tmp_path, agent, said):
+    (tmp_path / "specrun.yaml").write_text("executor: ray\n")
+    (tmp_path / "agent.yaml").write_text("id: web\n" + agent)
+    (tmp_path / "suite.yaml").write_text(json.dumps(traced_suite("weather", "city", "Paris", "Atlantis")))
+    done = run_cli(["suite.yaml", "-o", "out.jsonl"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "agent.yaml:3:" in done.stderr and "traces: otel cannot run on the ray executor" in done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / ".specrun").exists()
