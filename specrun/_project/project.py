@@ -248,12 +248,12 @@ class Project:
         for agent, address, default in self._receivers(agents):
             if address is None or parse_address(address)[1] == 0:
                 continue
-            told = default is not None and parse_address(default)[1] == 0  # the target tells the agent the port
             message = (
                 f"traces: otel cannot run on the {executor} executor with the fixed receiver {address}: each worker"
                 " listens for its own cases' spans, and several cannot share one port; run it with --executor local"
-                + (" (or drop receiver:, so that each worker listens on a free port it tells the agent)" if told else "")
             )
+            if default is not None and parse_address(default)[1] == 0:  # the target tells the agent the port
+                message += " (or drop receiver:, so that each worker listens on a free port it tells the agent)"
             if agent.path is None:
                 raise UsageError(f"agent {agent.id!r}: {message}")
             display = display_path(agent.path)

@@ -104,7 +104,7 @@ class RemoteWorker:
         ``ExecutorHost.add_summary``. Spans that reach the worker after its last case are not in it."""
         now = self.runner.project.trace_summary()
         told, self._told = self._told, now
-        return {key: {name: n - told.get(key, {}).get(name, 0) for name, n in counts.items()} for key, counts in now.items()}
+        return {key: {name: n - told.get(key, {}).get(name, 0) for name, n in now[key].items()} for key in now}
 
     async def _run(self, job: Job) -> Any:
         task = asyncio.current_task()
