@@ -15,7 +15,9 @@ case stops there and its ``after`` hook runs, and the driver waits for that up t
 ``interrupt_grace`` (``RunOptions``, shipped to the workers with the run).
 
 ``--update-snapshots`` is refused before anything runs: a worker's snapshots would be written
-into its copy of the project, never into the user's files.
+into its copy of the project, never into the user's files. So is ``traces: otel`` with a fixed
+receiver port (by the engine, for any executor but ``local``): each worker serves its own
+cases' mocked tools and listens for their spans, and workers cannot share one port.
 """
 
 from __future__ import annotations
