@@ -1,7 +1,9 @@
 """Mocked tools and ``traces: otel`` on the ray executor: one run on a one-CPU local cluster of
 a project with three agents (one using its case's mocked tools through the mcp client, one
 traced in process, one process agent exporting OTLP to the receiver it is told of) gives the
-same verdicts, tool calls and trace counts as a local run of the same project."""
+same verdicts, tool calls and trace counts as a local run of the same project; an agent whose
+spans go to a fixed receiver port, which the workers cannot share, is refused before anything
+runs."""
 
 from __future__ import annotations
 
