@@ -426,6 +426,11 @@ class ExecutorHost(Protocol):
         rebuilds it with ``RemoteRun.worker(root)`` and runs jobs by their ``RemoteRun.address``."""
         ...
 
+    def add_summary(self, part: dict[str, Any]) -> None:
+        """Count what a worker's cases added to the run summary (``worker.summary()`` after a
+        job: its traces' counts) with this run's."""
+        ...
+
 
 class CaseCancelled(Exception):
     """A cancelled case, with the result recorded for it (see ``ExecutorHost.cancelled``)."""

@@ -222,22 +222,52 @@ class Project:
             self._mocks = MockServer()
         return self._mocks
 
+    def _receivers(self, agents: list[Agent]) -> list[tuple[Agent, str | None, str | None]]:
+        """Each traced agent, the receiver its spans go to (None: spans of this process) and its target's default."""
+        found = []
+        for agent in agents:
+            if agent.traces is not None:
+                default = self.registry.get("target", agent.target.get("type", "")).trace_receiver
+                found.append((agent, agent.traces.get("receiver") or default, default))
+        return found
+
     async def start_traces(self, agents: list[Agent]) -> None:
         """Listen for the spans of every traced agent before any case runs: a receiver port
         that is in use, or a tracer provider that is not the SDK's, is bad input, said now."""
-        addresses, traced, in_process = [], False, False
-        for agent in agents:
-            if agent.traces is not None:
-                traced = True
-                default = self.registry.get("target", agent.target.get("type", "")).trace_receiver
-                addresses.append(agent.traces.get("receiver") or default)
-                in_process = in_process or default is None
-        if traced:
-            await self.tracing().start([address for address in addresses if address], in_process)
+        receivers = self._receivers(agents)
+        if receivers:
+            in_process = any(address is None for _, address, _ in receivers)
+            await self.tracing().start([address for _, address, _ in receivers if address], in_process)
+
+    def check_traces_elsewhere(self, agents: list[Agent], executor: str) -> None:
+        """On an executor whose cases run in other processes, each listens for its own cases'
+        spans: an agent exporting to a fixed receiver port (an ``http`` agent's 127.0.0.1:4318)
+        would reach one of them at most (the others cannot bind it), so it is bad input."""
+        from .._traces.receiver import parse_address
+
+        for agent, address, default in self._receivers(agents):
+            if address is None or parse_address(address)[1] == 0:
+                continue
+            message = (
+                f"traces: otel cannot run on the {executor} executor with the fixed receiver {address}: each worker"
+                " listens for its own cases' spans, and several cannot share one port; run it with --executor local"
+            )
+            if default is not None and parse_address(default)[1] == 0:  # the target tells the agent the port
+                message += " (or drop receiver:, so that each worker listens on a free port it tells the agent)"
+            if agent.path is None:
+                raise UsageError(f"agent {agent.id!r}: {message}")
+            display = display_path(agent.path)
+            line, col = load_mapping(agent.path, display)[1].position(["traces"])
+            raise SuiteError([Problem(display, line, col, message, "traces")])
 
     def trace_summary(self) -> dict[str, Any]:
         """The run summary's ``traces`` counts, when an agent was traced."""
         return self._tracing.summary() if self._tracing is not None else {}
+
+    def add_trace_summary(self, part: dict[str, Any]) -> None:
+        """Count the ``traces`` of a worker's ``trace_summary()`` part with this run's."""
+        if part.get("traces"):
+            self.tracing().router.add(part["traces"])
 
     async def call_agent(self, agent_id: str, messages: list[Message], context: Context) -> Response:
         """Send messages to a project agent in a session of its own (validators, simulators,

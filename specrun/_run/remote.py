@@ -90,12 +90,21 @@ class RemoteWorker:
         project = Project(root, plugins.registry, run.config)
         self.runner = Runner(project, plugins, run.options, models=model_client(project, run.options.no_cache))
         self.loop = asyncio.new_event_loop()  # one loop for every job: targets keep their connections
+        self._told: dict[str, Any] = {}  # the run summary's counts as ``summary`` last gave them
 
     def run(self, case: int, agent: int, run: int, flaky: bool = False) -> tuple[dict[str, Any], str]:
         """Run one job (``Job``'s fields, the case and agent by index); its result's record and JSON line."""
         job = Job(self.run_spec.cases[case], self.run_spec.agents[agent], run, flaky)
         result = self.loop.run_until_complete(self._run(job))
         return result.record(), result.line
+
+    def summary(self) -> dict[str, Any]:
+        """What this worker's cases added to the run summary since the last call: the counts of
+        their traces (spans kept, unmatched, dropped, rejected), for the driver's
+        ``ExecutorHost.add_summary``. Spans that reach the worker after its last case are not in it."""
+        now = self.runner.project.trace_summary()
+        told, self._told = self._told, now
+        return {key: {name: n - told.get(key, {}).get(name, 0) for name, n in now[key].items()} for key in now}
 
     async def _run(self, job: Job) -> Any:
         task = asyncio.current_task()

@@ -97,6 +97,10 @@ class Runner:
 
         return RemoteRun.of(self, jobs)
 
+    def add_summary(self, part: dict[str, Any]) -> None:
+        """Count a worker's part of the run summary (``RemoteWorker.summary()``) with this run's."""
+        self.project.add_trace_summary(part)
+
     # -- the run --------------------------------------------------------------------------------
 
     async def run(

@@ -175,6 +175,8 @@ class RunSession:
         bad input, found before anything runs."""
         req = self.request
         plan = self._planner.plan(self.suites)
+        if self.options.executor != "local":  # its workers listen for their own cases' spans
+            self.project.check_traces_elsewhere(plan.pairs.used_agents(), self.options.executor)
         unknown = self.selection.unknown_tags(self._planner.tags)
         if not plan.pairs:
             matching = f" match {self.selection.describe()}" if self.selection else ""

@@ -170,3 +170,9 @@ class Router:
     def counts(self) -> dict[str, int]:
         """The run summary's ``traces``: spans kept, unmatched and dropped, OTLP bodies rejected."""
         return {"spans": self.spans, "unmatched": self.unmatched, "dropped": self.dropped, "rejected": self.rejected}
+
+    def add(self, counts: dict[str, int]) -> None:
+        """Count ``counts`` (another process's ``counts()``: an executor's worker's) with this run's."""
+        with self._lock:
+            for name in ("spans", "unmatched", "dropped", "rejected"):
+                setattr(self, name, getattr(self, name) + int(counts.get(name, 0)))

@@ -7,14 +7,17 @@ environment's ``working_dir`` (with the variables of ``_forwarded_env``), the ru
 through the object store (``host.remote_run(jobs)``), and each case as a task that
 asks for its agent's ``resources`` (``num_cpus`` 1 unless the agent file says, ``num_gpus``,
 ``memory``, custom resources). A worker runs the case as the local executor would and sends
-back its sealed result; the driver's runner reports it as its own. A task is never retried
+back its sealed result, with what its cases added to the run summary (the spans their traces
+counted: ``host.add_summary``); the driver's runner reports it as its own. A task is never retried
 (a case must not call a paid agent twice unseen); a worker that dies makes its case an error.
 Cancelling a case (``--fail-fast``, Ctrl-C) cancels its task: Ray interrupts the worker, the
 case stops there and its ``after`` hook runs, and the driver waits for that up to the run's
 ``interrupt_grace`` (``RunOptions``, shipped to the workers with the run).
 
 ``--update-snapshots`` is refused before anything runs: a worker's snapshots would be written
-into its copy of the project, never into the user's files.
+into its copy of the project, never into the user's files. So is ``traces: otel`` with a fixed
+receiver port (by the engine, for any executor but ``local``): each worker serves its own
+cases' mocked tools and listens for their spans, and workers cannot share one port.
 """
 
 from __future__ import annotations
@@ -142,12 +145,13 @@ class RayExecutor(Executor):
         case, agent = self._cases[id(job.case)], self._agents[id(job.agent)]
         ref = self._remote(job).remote(self._box, case, agent, job.run, job.flaky)
         try:
-            record, line = await ref
+            record, line, part = await ref
         except asyncio.CancelledError:
             ray.cancel(ref)  # a SIGINT in the worker: the case stops there as if interrupted, its after hook runs
             grace = self.host.interrupt_grace
             with contextlib.suppress(Exception, asyncio.CancelledError):
-                record, line = await asyncio.wait_for(asyncio.shield(ref.as_future()), grace)
+                record, line, part = await asyncio.wait_for(asyncio.shield(ref.as_future()), grace)
+                self.host.add_summary(part)
                 if self.host.interrupted:  # the worker's interrupted result, after hook and all
                     raise CaseCancelled(self._received(job, record, line)) from None
             raise CaseCancelled(self.host.cancelled(job, _ms(started))) from None
@@ -159,6 +163,7 @@ class RayExecutor(Executor):
             result.duration_ms = _ms(started)
             result.seal()
             return result
+        self.host.add_summary(part)  # the spans its traces counted on the worker, for the run's summary
         return self._received(job, record, line)
 
     def _received(self, job: Job, record: dict[str, Any], line: str) -> Result:
@@ -212,9 +217,10 @@ def _uploaded(env: dict[str, Any]) -> dict[str, Any]:
 _WORKER: list[Any] = []  # [run key, its worker]: the run this worker process serves
 
 
-def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tuple[dict[str, Any], str]:
+def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tuple[dict[str, Any], str, Any]:
     """The Ray task: run one job of the shipped run here, in the project's copy (the working
-    directory Ray made from ``working_dir``)."""
+    directory Ray made from ``working_dir``); its record, JSON line and the worker's part of the
+    run summary since its last job."""
     import ray
 
     key = box[0].hex()
@@ -222,5 +228,5 @@ def run_case(box: list[Any], case: int, agent: int, run: int, flaky: bool) -> tu
         if _WORKER:
             _WORKER[1].close()
         _WORKER[:] = [key, ray.get(box[0]).worker(Path.cwd().resolve())]
-    result: tuple[dict[str, Any], str] = _WORKER[1].run(case, agent, run, flaky)
-    return result
+    record, line = _WORKER[1].run(case, agent, run, flaky)
+    return record, line, _WORKER[1].summary()
