@@ -171,6 +171,10 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
         ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
         ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
         ('{"type": "result", "id": "c", "file": "s.yaml", "run": 1}\n' * 2, "bad.jsonl:2: case 'c' (agent '') run 1"),
+        (  # a run index past the start's runs: the rejudge would plan that many runs of every case
+            '{"type": "start", "runs": 2}\n{"type": "result", "id": "c", "file": "s.yaml", "run": 1000000000}\n',
+            "bad.jsonl:2: field `run`: 1000000000 is past the 2 run(s) of its start line (line 1)",
+        ),
     ],
 )
 def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
@@ -183,6 +187,19 @@ def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
     assert done.returncode == 2, done.stdout + done.stderr
     assert shown in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_rejudge_has_the_runs_recorded_not_those_its_start_line_claims(rejudged):
+    """A start line's `runs` no result reaches plans no run: 10**12 of them hung the rejudge
+    (each one a not-run case, each listed in memory)."""
+    root, _, _ = rejudged
+    lines = (root / "first.jsonl").read_text().splitlines()
+    start = json.loads(lines[0])
+    (root / "claims.jsonl").write_text("\n".join([json.dumps({**start, "runs": 5000}), *lines[1:]]) + "\n")
+    done = run_cli(["rejudge", "claims.jsonl", "suite.yaml", "--run", "^capital$", "-o", "claimed.jsonl"], root)
+    claimed = records(root / "claimed.jsonl")
+    assert (claimed["start"]["runs"], claimed["summary"]["not_run"]) == (2, 0), done.stderr
+    assert "not run:" not in done.stderr
 
 
 def test_a_recorded_stream_is_not_held_in_memory(tmp_path):

@@ -40,7 +40,7 @@ class Recorded:
     def __init__(self, source: str):
         self.source = source
         self.places: dict[ResultKey, int] = {}
-        self.runs = 1
+        self.runs = 1  # the highest run index recorded: a run no record has would be nothing but not-run cases
 
     def add(self, key: ResultKey, place: int, where: str) -> None:
         if key in self.places:
@@ -136,7 +136,7 @@ def _read_stream(path: Path, root: Path) -> Recorded:
     its start line names (streams without one: from here)."""
     from .._report.stream import numbered_stream
 
-    recorded, start = _StreamRecording(path), None
+    recorded, start, start_line = _StreamRecording(path), None, 0
     base = Path.cwd()
     suites: dict[str, str] = {}  # by the records' `file`: one key string per suite, not per result
     agents: dict[str, str] = {}
@@ -145,9 +145,8 @@ def _read_stream(path: Path, root: Path) -> Recorded:
         where = f"{path}:{read}"
         kind = record.get("type", "result")
         if kind == "start":
-            start = record
+            start, start_line = record, read
             base = Path(record.get("working_dir") or base)
-            recorded.runs = max(recorded.runs, _int(record.get("runs"), 1))
         elif kind == "result":
             file, case_id = record.get("file"), record.get("id")
             if not isinstance(case_id, str) or not isinstance(file, str):
@@ -155,6 +154,10 @@ def _read_stream(path: Path, root: Path) -> Recorded:
             run = _int(record.get("run"), 0)
             if run < 1:
                 raise UsageError(f"{where}: field `run`: expected a positive integer, got {record.get('run')!r}")
+            runs = _int(start.get("runs"), run) if start is not None else run
+            if run > runs:  # the rejudge would plan that many runs of every case
+                past = f"{run} is past the {runs} run(s) of its start line (line {start_line})"
+                raise UsageError(f"{where}: field `run`: {past}")
             suite = suites.get(file)
             if suite is None:
                 suite = suites[file] = suite_key(base / file, root)
@@ -208,12 +211,17 @@ def _response(data: dict[str, Any], usage_key: str = "agent_usage") -> Response:
     return response
 
 
+MISSING_LISTED = 20
+"""How many of the cases not run (no record) are listed after the run."""
+
+
 class Replay:
     """What a rejudge run needs from the recorded one (see the module docstring)."""
 
     def __init__(self, recorded: Recorded, root: Path):
         self.recorded, self.root = recorded, root
-        self.missing: list[str] = []  # the runs with no record, as the command lists them
+        self.missing: list[str] = []  # the first runs with no record, as the command lists them
+        self.not_run = 0  # how many there are
         self._suites: dict[int, str] = {}
 
     def key(self, job: Job) -> ResultKey:
@@ -223,7 +231,9 @@ class Replay:
         """Whether ``job`` has a record to rejudge; the ones that have none are not run, and listed."""
         if self.key(job) in self.recorded.places:
             return True
-        self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
+        self.not_run += 1
+        if len(self.missing) < MISSING_LISTED:  # a count past them: a recording of other cases costs no memory
+            self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
         return False
 
     def check_covers(self, suites: set[str], agents: list[str]) -> None:

@@ -80,8 +80,9 @@ def _list_missing(replay: Any) -> None:
     """The cases the recorded run has no record of (not run), the first 20 of them."""
     from .._report.console import clean
 
-    if replay.missing:
-        shown = replay.missing[:20] + ([f"and {len(replay.missing) - 20} more"] if len(replay.missing) > 20 else [])
-        click.echo(f"not run: {len(replay.missing)} not in {replay.recorded.source}:", err=True)
+    if replay.not_run:
+        more = replay.not_run - len(replay.missing)
+        shown = replay.missing + ([f"and {more} more"] if more else [])
+        click.echo(f"not run: {replay.not_run} not in {replay.recorded.source}:", err=True)
         for line in shown:
             click.echo(f"  {clean(line)}", err=True)
