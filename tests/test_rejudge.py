@@ -189,6 +189,20 @@ def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("name", ["first.jsonl", "./first.jsonl", "linked.jsonl"])
+def test_the_rejudge_never_writes_over_its_recording(rejudged, name):
+    """The recording is the evidence, read again case by case: -o onto it, by any of its names
+    (a hard link too, which resolving the path did not see), is refused before anything runs."""
+    root, _, _ = rejudged
+    before = (root / "first.jsonl").read_bytes()
+    if name == "linked.jsonl" and not (root / name).exists():
+        os.link(root / "first.jsonl", root / name)
+    done = run_cli(["rejudge", "first.jsonl", "suite.yaml", "--no-history", "-o", name], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"-o {name}: that is the stream being rejudged" in done.stderr
+    assert (root / "first.jsonl").read_bytes() == before
+
+
 def test_the_rejudge_has_the_runs_recorded_not_those_its_start_line_claims(rejudged):
     """A start line's `runs` no result reaches plans no run: 10**12 of them hung the rejudge
     (each one a not-run case, each listed in memory)."""
