@@ -51,6 +51,7 @@ def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
 
 async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from .._core.errors import UsageError
+    from .._report.outputs import same_file
     from .._run.session import RunRequest, RunSession
     from .._run.settings import RunOptions
     from .run import planned, request_fields, run_planned
@@ -63,7 +64,7 @@ async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: 
     )
     recording = Path(stream)
     for output in request.outputs:  # the recording is read again case by case, and it is the evidence: keep it
-        if recording.is_file() and _same_file(Path(output), recording):
+        if recording.is_file() and same_file(Path(output), recording):
             raise UsageError(f"-o {output}: that is the stream being rejudged; write the rejudge elsewhere")
     session = RunSession(request)
     replay = session.rejudging(stream)  # a bad STREAM: before any suite is read
@@ -74,15 +75,6 @@ async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: 
         return await run_planned(session, flags, locks, heading=heading, then=lambda _: _list_missing(replay))
     finally:
         replay.recorded.close()
-
-
-def _same_file(output: Path, recording: Path) -> bool:
-    """Whether writing ``output`` would write ``recording``: the same path, or another name of its
-    file (a hard link, which ``resolve`` does not see)."""
-    try:
-        return output.resolve() == recording.resolve() or output.samefile(recording)
-    except OSError:  # no such output yet
-        return False
 
 
 def _list_missing(replay: Any) -> None:
