@@ -164,6 +164,8 @@ def _read_stream(path: Path, root: Path) -> Recorded:
             agent = str(record.get("agent") or "")
             recorded.add(ResultKey(suite, case_id, agents.setdefault(agent, agent), run), at, where)
     cut = _cut_short(path, read, at)
+    if cut and not read:  # no line is a record: not a stream a run was writing, whatever its last line is
+        raise UsageError(f"{path}:{cut}: not a specrun result stream (not a JSON record)")
     if cut:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
         raise UsageError(
             f"{path}:{cut}: not a JSON record: the line is cut short (the recorded run was killed while"
@@ -176,14 +178,19 @@ def _read_stream(path: Path, root: Path) -> Recorded:
 
 def _cut_short(path: Path, line: int, offset: int) -> int:
     """The number of a line with text past ``line`` (the last record read, at ``offset``; 0: none
-    read): the reader passes over a last line cut short. 0 when there is none."""
+    read): the reader passes over a last line cut short. 0 when there is none. Read 64 KiB at a
+    time, up to the first byte of text: that line may be as long as the file."""
+    blank = 0  # the line ends before the text
     with open(path, "rb") as f:
         f.seek(offset)
         if line:
             f.readline()
-        rest = f.read()  # at most the one line the reader passed over (and blank ones)
-    text = rest.lstrip()
-    return line + rest[: len(rest) - len(text)].count(b"\n") + 1 if text else 0
+        while chunk := f.read(2**16):
+            text = chunk.lstrip()
+            blank += chunk[: len(chunk) - len(text)].count(b"\n")
+            if text:
+                return line + blank + 1
+    return 0
 
 
 def _int(value: Any, default: int) -> int:
