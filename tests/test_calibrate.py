@@ -297,3 +297,28 @@ def test_labels_are_read_line_by_line_and_only_json_line_ends_split_them(tmp_pat
         tracemalloc.stop()
     assert peak < path.stat().st_size / 20, f"peak {peak:,} bytes reading {path.stat().st_size:,}"
     assert (first.output, first.where) == ("Paris\u2028GOOD\x85", f"{path}:1")
+
+
+def test_a_label_line_past_the_reply_bound_is_a_bad_line_never_held(tmp_path, monkeypatch):
+    """A line longer than any reply (64 MiB; 1 MiB here, to write less) is a bad line at its
+    number, read past without being held: a 200 MB line took 830 MB, an endless one
+    (``--labels /dev/zero``) all memory. The lines after it are still checked."""
+    from specrun._core.data import Assertion, Case, Location
+    from specrun._core.errors import SuiteError
+    from specrun._judges import calibration
+    from specrun._judges.calibration import read_labels
+
+    monkeypatch.setattr(calibration, "LINE_LIMIT", 2**20, raising=False)
+
+    case = Case("capital", Location("suite.yaml"), assertions=[Assertion("llm")])
+    path = tmp_path / "labels.jsonl"
+    with path.open("wb") as f:
+        f.write(b'{"case": "capital", "human": "pass", "output": "' + b"x" * (2**21) + b'"}\n')
+        f.write(b'{"case": "capital", "human": "maybe", "output": "x"}\n')
+    with pytest.raises(SuiteError) as raised:
+        read_labels(path, {"capital": case}, {"capital": [("llm #1", case.assertions[0])]})
+    shown = [(p.line, p.message) for p in raised.value.problems]
+    assert shown == [
+        (1, "a line over 1 MiB, the bound of a reply"),
+        (2, '`human` must be "pass" or "fail", not "maybe"'),
+    ]

@@ -193,6 +193,10 @@ cases:
       - name: schema
         input_schema: {type: nope}
         returns: 1
+      - name: nan
+        returns: {eta: .nan}
+      - name: inf
+        when: [{returns: [1, -.inf]}]
 """
 
 
@@ -208,6 +212,8 @@ def test_bad_tool_declarations_are_exit_2_with_file_and_line(tmp_path):
         (19, "tool 'both' needs one of returns, error or when (it has returns and error)"),
         (24, "a when: entry needs returns or error, one of them"),
         (26, "not a valid JSON Schema"),
+        (29, "nan is not a JSON number: a tool cannot return it"),  # the server crashed on it
+        (31, "-inf is not a JSON number"),
     ]:
         assert f"suite.yaml:{line}:" in out and words in out, (line, words, out)
     assert "Traceback" not in out

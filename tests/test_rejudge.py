@@ -171,6 +171,12 @@ def test_a_history_run_id_is_a_recorded_run_too(rejudged):
         ('{"type": "start"}\n\n{"type": "result", "id": "cap', "bad.jsonl:3: not a JSON record: the line is cut short"),
         ('{"type": "result", "id": "capital", "file": "suite.yaml", "run": "x"}\n', "bad.jsonl:1: field `run`"),
         ('{"type": "result", "id": "c", "file": "s.yaml", "run": 1}\n' * 2, "bad.jsonl:2: case 'c' (agent '') run 1"),
+        ("\x00" * 4, "bad.jsonl:1: not a specrun result stream (not a JSON record)"),  # was "cut short"
+        ('{"type": "start", "working_dir": 123}\n', "bad.jsonl:1: field `working_dir`: expected a folder's path"),
+        (  # a run index past the start's runs: the rejudge would plan that many runs of every case
+            '{"type": "start", "runs": 2}\n{"type": "result", "id": "c", "file": "s.yaml", "run": 1000000000}\n',
+            "bad.jsonl:2: field `run`: 1000000000 is past the 2 run(s) of its start line (line 1)",
+        ),
     ],
 )
 def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
@@ -183,6 +189,56 @@ def test_a_bad_stream_is_bad_input_with_its_line(rejudged, content, shown):
     assert done.returncode == 2, done.stdout + done.stderr
     assert shown in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["first.jsonl", "./first.jsonl", "linked.jsonl"])
+def test_the_rejudge_never_writes_over_its_recording(rejudged, name):
+    """The recording is the evidence, read again case by case: -o onto it, by any of its names
+    (a hard link too, which resolving the path did not see), is refused before anything runs."""
+    root, _, _ = rejudged
+    before = (root / "first.jsonl").read_bytes()
+    if name == "linked.jsonl" and not (root / name).exists():
+        os.link(root / "first.jsonl", root / name)
+    done = run_cli(["rejudge", "first.jsonl", "suite.yaml", "--no-history", "-o", name], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"-o {name}: that is the stream being rejudged" in done.stderr
+    assert (root / "first.jsonl").read_bytes() == before
+
+
+def test_a_record_it_cannot_read_back_is_that_case_s_error_and_the_others_are_judged(rejudged):
+    """A recorded answer whose fields a run never writes so (a stream edited by hand) is an error
+    of its case, never judged on part of it; it raised out of the case, and the rejudge lost
+    every result after it and exited 0 ("no tests ran")."""
+    root, _, _ = rejudged
+    lines = [json.loads(line) for line in (root / "first.jsonl").read_text().splitlines()]
+    for line in lines:
+        if line.get("id") == "capital":
+            line["tool_calls"] = [{"nme": "lookup"}]
+        if line.get("id") == "talk":
+            line["turns"] = [*line["turns"], "not a turn"]
+    (root / "edited.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    done = run_cli(["rejudge", "edited.jsonl", "suite.yaml", "--run", "^(capital|talk|chat)$", "-o", "out.jsonl"], root)
+    assert done.returncode == 1, done.stderr
+    results = [json.loads(line) for line in (root / "out.jsonl").read_text().splitlines()]
+    got = {(r["id"], r["run"]): (r["status"], r["error"] or "") for r in results if r["type"] == "result"}
+    assert len(got) == 6, got  # every recorded run of the three
+    assert got[("capital", 1)][0] == "error" and "`tool_calls[0]` is not a tool call" in got[("capital", 1)][1]
+    why = "not rejudged: stream edited.jsonl: the record of 'talk': `turns` is not a list of turns"
+    assert got[("talk", 2)] == ("error", why)
+    assert got[("chat", 1)][0] == "failed"  # judged: its checkpoint is reached in no recorded turn
+
+
+def test_the_rejudge_has_the_runs_recorded_not_those_its_start_line_claims(rejudged):
+    """A start line's `runs` no result reaches plans no run: 10**12 of them hung the rejudge
+    (each one a not-run case, each listed in memory)."""
+    root, _, _ = rejudged
+    lines = (root / "first.jsonl").read_text().splitlines()
+    start = json.loads(lines[0])
+    (root / "claims.jsonl").write_text("\n".join([json.dumps({**start, "runs": 5000}), *lines[1:]]) + "\n")
+    done = run_cli(["rejudge", "claims.jsonl", "suite.yaml", "--run", "^capital$", "-o", "claimed.jsonl"], root)
+    claimed = records(root / "claimed.jsonl")
+    assert (claimed["start"]["runs"], claimed["summary"]["not_run"]) == (2, 0), done.stderr
+    assert "not run:" not in done.stderr
 
 
 def test_a_recorded_stream_is_not_held_in_memory(tmp_path):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .._core.bounds import REPLY_LIMIT
 from .._core.data import Assertion, Case, Message, Response
 from .._core.errors import Problem, SuiteError
 from .._core.kinds import Check
@@ -34,6 +35,7 @@ from .agreement import Confusion
 
 EXCERPT = 200  # characters of an output a disagreement shows
 MAX_LISTED = 1000  # bad lines of a labels file listed (the rest are counted)
+LINE_LIMIT = REPLY_LIMIT  # a label's output is an agent's reply, bounded so: a longer line is a bad one, never held
 WINDOW = 2  # labels held per label judged at once: the next are ready when one is done
 
 
@@ -111,7 +113,10 @@ def _checked(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, 
 def _read(path: Path, cases: Mapping[str, Case | None], judged: Mapping[str, list[Any]]) -> Iterator[Label | Problem]:
     """Each line's label, or the problem with it."""
     try:
-        for number, line in jsonl_file_lines(path):
+        for number, line in jsonl_file_lines(path, LINE_LIMIT):
+            if line is None:
+                yield Problem(str(path), number, 1, f"a line over {LINE_LIMIT // 2**20} MiB, the bound of a reply")
+                continue
             if not line.strip():
                 continue
             try:

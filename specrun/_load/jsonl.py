@@ -42,15 +42,25 @@ def jsonl_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-def jsonl_file_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def jsonl_file_lines(path: Path, limit: int | None = None) -> Iterator[tuple[int, bytes | None]]:
     r"""The lines of a JSONL file with their 1-based numbers, read one at a time: memory holds the
     longest line, not the file. Split as :func:`jsonl_lines` splits a text, at ``\n`` only; a
     UTF-8 byte order mark at the start (Windows editors write one) is dropped. The lines are not
     decoded, so that one that is not UTF-8 is the caller's problem on its line and the lines after
-    it are read on. ``OSError`` when the file cannot be read.
+    it are read on. A line over ``limit`` bytes is None, read past a MiB at a time and never held
+    (a line of gigabytes, or one that never ends, cannot fill memory). ``OSError`` when the file
+    cannot be read.
     """
     with open(path, "rb") as f:
-        for number, line in enumerate(f, 1):
+        for number in itertools.count(1):
+            line = f.readline() if limit is None else f.readline(limit + 1)
+            if not line:
+                return
+            if limit is not None and len(line) > limit and not line.endswith(b"\n"):
+                while (rest := f.readline(2**20)) and not rest.endswith(b"\n"):
+                    pass
+                yield number, None
+                continue
             yield number, (line.removeprefix(codecs.BOM_UTF8) if number == 1 else line).removesuffix(b"\n")
 
 

@@ -10,6 +10,7 @@ is imported unless a case declares ``tools:``. Users' reference: docs/suite-form
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,10 +49,20 @@ def answer(tool: dict[str, Any], arguments: dict[str, Any]) -> Any:
     return NOT_MOCKED
 
 
+def _not_json(value: Any, path: list[Any]) -> tuple[list[Any], str] | None:
+    """Where ``value`` (a ``returns``, plain data) holds a number JSON cannot carry to the agent:
+    YAML reads ``.nan`` and ``.inf`` as numbers, which the server could only answer with a crash."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, f"{value!r} is not a JSON number: a tool cannot return it (quote it to return the text)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return next((found for key, item in items if (found := _not_json(item, [*path, key]))), None)
+
+
 def problems(tools: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
     """What the schema of ``tools:`` cannot say: each tool and each ``when`` answers one way
-    (``returns``, ``error``; a tool may have ``when`` instead), a name is declared once, and an
-    ``input_schema`` is a JSON Schema. Paths are from the ``tools`` field."""
+    (``returns``, ``error``; a tool may have ``when`` instead) with a value JSON can carry, a
+    name is declared once, and an ``input_schema`` is a JSON Schema. Paths are from the
+    ``tools`` field."""
     import jsonschema_rs
 
     seen: set[str] = set()
@@ -63,9 +74,13 @@ def problems(tools: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
         if len(given) != 1:
             what = " and ".join(given) if given else "none of them"
             yield [i], f"tool {tool['name']!r} needs one of returns, error or when (it has {what})"
+        if "returns" in tool and (found := _not_json(tool["returns"], [i, "returns"])):
+            yield found
         for j, branch in enumerate(tool.get("when") or []):
             if ("returns" in branch) == ("error" in branch):
                 yield [i, "when", j], "a when: entry needs returns or error, one of them"
+            if "returns" in branch and (found := _not_json(branch["returns"], [i, "when", j, "returns"])):
+                yield found
         if "input_schema" in tool:
             try:
                 jsonschema_rs.validator_for(tool["input_schema"])

@@ -54,18 +54,19 @@ def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], fo
     """Raise ``UsageError`` for an output (``(flag, path)``) that is a folder, is named twice, is
     a file the run reads (``reads``), or lies in a searched input folder (``folders``) under a
     name the search would load as a suite."""
-    read = {p.resolve() for p in reads}
+    read = {key for p in reads for key in _names(p)}
     searched = [f.resolve() for f in folders]
-    seen: dict[Path, str] = {}
+    seen: dict[Path | tuple[int, int], str] = {}
     for flag, path in outputs:
         real = path.resolve()
         where = f"{flag} {path}"
         if path.is_dir():
             raise UsageError(f"{where}: is a folder; give a file name")
-        if real in seen:
-            raise UsageError(f"{where}: the same file as {seen[real]}; every output needs its own file")
-        seen[real] = where
-        if real in read:
+        names = _names(path)
+        if same := next((seen[key] for key in names if key in seen), None):
+            raise UsageError(f"{where}: the same file as {same}; every output needs its own file")
+        seen.update(dict.fromkeys(names, where))
+        if any(key in read for key in names):
             raise UsageError(f"{where}: is an input of this run; writing it would overwrite it")
         if flag == "--save" or path.suffix.lower() not in SUITE_EXTENSIONS:
             continue  # --save writes a suite on purpose
@@ -76,6 +77,21 @@ def check_outputs(outputs: Sequence[tuple[str, Path]], reads: Iterable[Path], fo
                     " it as a suite; name it output-*.jsonl or output-*.json (folder searches skip those)"
                     " or write it elsewhere"
                 )
+
+
+def _names(path: Path) -> list[Path | tuple[int, int]]:
+    """What identifies the file at ``path``: its resolved path and, when it exists, its device
+    and inode, which another name of it (a hard link, which ``resolve`` does not see) shares."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return [path.resolve()]
+    return [path.resolve(), (stat.st_dev, stat.st_ino)]
+
+
+def same_file(one: Path, other: Path) -> bool:
+    """Whether ``one`` and ``other`` name one file (the same path, or a hard link of it)."""
+    return bool(set(_names(one)) & set(_names(other)))
 
 
 class OutputLocks:

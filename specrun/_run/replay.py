@@ -16,6 +16,7 @@ its record by (suite path from the project root, case id, agent, run index).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ class Recorded:
     def __init__(self, source: str):
         self.source = source
         self.places: dict[ResultKey, int] = {}
-        self.runs = 1
+        self.runs = 1  # the highest run index recorded: a run no record has would be nothing but not-run cases
 
     def add(self, key: ResultKey, place: int, where: str) -> None:
         if key in self.places:
@@ -136,7 +137,7 @@ def _read_stream(path: Path, root: Path) -> Recorded:
     its start line names (streams without one: from here)."""
     from .._report.stream import numbered_stream
 
-    recorded, start = _StreamRecording(path), None
+    recorded, start, start_line = _StreamRecording(path), None, 0
     base = Path.cwd()
     suites: dict[str, str] = {}  # by the records' `file`: one key string per suite, not per result
     agents: dict[str, str] = {}
@@ -145,9 +146,11 @@ def _read_stream(path: Path, root: Path) -> Recorded:
         where = f"{path}:{read}"
         kind = record.get("type", "result")
         if kind == "start":
-            start = record
+            start, start_line = record, read
+            if not isinstance(record.get("working_dir") or "", str):
+                got = record["working_dir"]
+                raise UsageError(f"{where}: field `working_dir`: expected a folder's path, got {got!r}")
             base = Path(record.get("working_dir") or base)
-            recorded.runs = max(recorded.runs, _int(record.get("runs"), 1))
         elif kind == "result":
             file, case_id = record.get("file"), record.get("id")
             if not isinstance(case_id, str) or not isinstance(file, str):
@@ -155,12 +158,18 @@ def _read_stream(path: Path, root: Path) -> Recorded:
             run = _int(record.get("run"), 0)
             if run < 1:
                 raise UsageError(f"{where}: field `run`: expected a positive integer, got {record.get('run')!r}")
+            runs = _int(start.get("runs"), run) if start is not None else run
+            if run > runs:  # the rejudge would plan that many runs of every case
+                past = f"{run} is past the {runs} run(s) of its start line (line {start_line})"
+                raise UsageError(f"{where}: field `run`: {past}")
             suite = suites.get(file)
             if suite is None:
                 suite = suites[file] = suite_key(base / file, root)
             agent = str(record.get("agent") or "")
             recorded.add(ResultKey(suite, case_id, agents.setdefault(agent, agent), run), at, where)
     cut = _cut_short(path, read, at)
+    if cut and not read:  # no line is a record: not a stream a run was writing, whatever its last line is
+        raise UsageError(f"{path}:{cut}: not a specrun result stream (not a JSON record)")
     if cut:  # the reader passes over a last line cut short; a rejudge names it (its case is evidence)
         raise UsageError(
             f"{path}:{cut}: not a JSON record: the line is cut short (the recorded run was killed while"
@@ -173,14 +182,19 @@ def _read_stream(path: Path, root: Path) -> Recorded:
 
 def _cut_short(path: Path, line: int, offset: int) -> int:
     """The number of a line with text past ``line`` (the last record read, at ``offset``; 0: none
-    read): the reader passes over a last line cut short. 0 when there is none."""
+    read): the reader passes over a last line cut short. 0 when there is none. Read 64 KiB at a
+    time, up to the first byte of text: that line may be as long as the file."""
+    blank = 0  # the line ends before the text
     with open(path, "rb") as f:
         f.seek(offset)
         if line:
             f.readline()
-        rest = f.read()  # at most the one line the reader passed over (and blank ones)
-    text = rest.lstrip()
-    return line + rest[: len(rest) - len(text)].count(b"\n") + 1 if text else 0
+        while chunk := f.read(2**16):
+            text = chunk.lstrip()
+            blank += chunk[: len(chunk) - len(text)].count(b"\n")
+            if text:
+                return line + blank + 1
+    return 0
 
 
 def _int(value: Any, default: int) -> int:
@@ -193,19 +207,66 @@ def _same_input(case_input: list[Message], recorded: Any) -> bool:
     return bool(current == recorded)
 
 
+class BadRecord(ValueError):
+    """A recorded answer a rejudge cannot read back as the run recorded it (a stream edited, or
+    written by something else): its case is an ``error``, never judged on a part of it."""
+
+
+def _tool_call(data: Any, where: str) -> ToolCall:
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise BadRecord(f"`{where}` is not a tool call (a mapping with a string `name`)")
+    if not isinstance(data.get("arguments", {}), dict):
+        raise BadRecord(f"`{where}.arguments` is not a mapping")
+    for key, kind in (("id", str), ("step", int), ("turn", int)):
+        if data.get(key) is not None and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+            raise BadRecord(f"`{where}.{key}` is not a{'n integer' if kind is int else ' string'}")
+    if data.get("status") not in (None, "ok", "error"):
+        raise BadRecord(f"`{where}.status` is not ok or error")
+    return ToolCall(**{key: data[key] for key in TOOL_CALL_FIELDS if key in data})  # later fields: not ours
+
+
+TOOL_CALL_FIELDS = ("name", "arguments", "result", "id", "status", "step", "turn")
+
+
+def _amount(value: Any) -> bool:
+    """Whether ``value`` is a number a run records: finite, not negative (JSON reads NaN too)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _usage(data: dict[str, Any], where: str) -> Usage:
+    counts = {key: data.get(key, 0) for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    for key, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise BadRecord(f"`{where}.{key}` is not a count")
+    cost = data.get("cost")
+    if cost is not None and not _amount(cost):
+        raise BadRecord(f"`{where}.cost` is not a cost")
+    return Usage(**counts, cost=None if cost is None else float(cost))
+
+
 def _response(data: dict[str, Any], usage_key: str = "agent_usage") -> Response:
-    """The answer a record (or a recorded turn) holds, as the assertions saw it."""
+    """The answer a record (or a recorded turn) holds, as the assertions saw it; ``BadRecord``
+    for a field that cannot be what the run recorded."""
     response = Response(content=data.get("output"), state=data.get("state"))
     calls = data.get("tool_calls")
     if isinstance(calls, list):  # [] too: reported, none called; no key: not known
-        response.tool_calls = [ToolCall(**c) for c in calls if isinstance(c, dict)]
-    if isinstance(data.get("latency_ms"), int | float):
-        response.latency_ms = float(data["latency_ms"])
+        response.tool_calls = [_tool_call(c, f"tool_calls[{i}]") for i, c in enumerate(calls)]
+    elif calls is not None:
+        raise BadRecord("`tool_calls` is not a list")
+    latency = data.get("latency_ms")
+    if latency is not None and not _amount(latency):
+        raise BadRecord("`latency_ms` is not a duration")
+    if latency is not None:
+        response.latency_ms = float(latency)
     if isinstance(data.get(usage_key), dict):
-        response.usage = Usage(**data[usage_key])
+        response.usage = _usage(data[usage_key], usage_key)
     if isinstance(data.get("warnings"), list):
         response.warnings = [str(w) for w in data["warnings"]]
     return response
+
+
+MISSING_LISTED = 20
+"""How many of the cases not run (no record) are listed after the run."""
 
 
 class Replay:
@@ -213,7 +274,8 @@ class Replay:
 
     def __init__(self, recorded: Recorded, root: Path):
         self.recorded, self.root = recorded, root
-        self.missing: list[str] = []  # the runs with no record, as the command lists them
+        self.missing: list[str] = []  # the first runs with no record, as the command lists them
+        self.not_run = 0  # how many there are
         self._suites: dict[int, str] = {}
 
     def key(self, job: Job) -> ResultKey:
@@ -223,7 +285,9 @@ class Replay:
         """Whether ``job`` has a record to rejudge; the ones that have none are not run, and listed."""
         if self.key(job) in self.recorded.places:
             return True
-        self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
+        self.not_run += 1
+        if len(self.missing) < MISSING_LISTED:  # a count past them: a recording of other cases costs no memory
+            self.missing.append(f"{job.case.location} {job.case.id} (agent {job.agent.id}, run {job.run})")
         return False
 
     def check_covers(self, suites: set[str], agents: list[str]) -> None:
@@ -257,18 +321,24 @@ class Replay:
             status: Status = "skipped" if record.get("status") == "skipped" else "error"
             why = f"not rejudged: {source} has no answer to judge ({record.get('status')}: {record.get('error')})"
             return Result(case, status, run=job.run, error=why)
+        try:  # every recorded answer read back before any is judged
+            turns = (record.get("turns") or []) if case.dynamic else []
+            if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+                raise BadRecord("`turns` is not a list of turns")
+            answers = [_response(t) for t in turns] if case.dynamic else [_response(record)]
+        except BadRecord as exc:
+            return Result(case, "error", run=job.run, error=f"not rejudged: {source}: the record of {case.id!r}: {exc}")
         services, timeout = runner.services(job.run), case.timeout or runner.options.timeout
         meter = Meter(case_limits(case.limits, runner.project.config))
         if case.dynamic:
             from .conversation import run_conversation
 
-            turns = [t for t in record.get("turns") or [] if isinstance(t, dict)]
             simulator = _ReplayedUser(turns, record.get("ended"), source)
             return await run_conversation(
-                job, _ReplayedAgent(turns), ctx, services, runner.plugins.registry, timeout, None, meter, simulator
+                job, _ReplayedAgent(answers), ctx, services, runner.plugins.registry, timeout, None, meter, simulator
             )
         registry, kind = runner.plugins.registry, str(job.agent.target.get("type"))
-        check = Check(_response(record), case, ctx, services, case.input, kind)
+        check = Check(answers[0], case, ctx, services, case.input, kind)
         success = registry.get("target", kind).success_states  # a class's: no target is built
         return await judged_answer(check, success, registry, timeout, meter, job.run)
 
@@ -277,14 +347,14 @@ class _ReplayedAgent(Session):
     """The agent's side of a recorded conversation: the Nth recorded answer to the Nth message
     sent (counted here: an opening history's user messages are no turns of the conversation)."""
 
-    def __init__(self, turns: list[dict[str, Any]]):
-        self.turns, self.sent = turns, 0
+    def __init__(self, answers: list[Response]):
+        self.answers, self.sent = answers, 0
 
     async def send(self, messages: list[Message]) -> Response:
         self.sent += 1
-        if self.sent > len(self.turns):  # the user side ends first: never reached
+        if self.sent > len(self.answers):  # the user side ends first: never reached
             raise SpecrunError(f"the recorded conversation has no answer for turn {self.sent}")
-        return _response(self.turns[self.sent - 1])
+        return self.answers[self.sent - 1]
 
 
 class _ReplayedUser(Simulator):

@@ -51,6 +51,7 @@ def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
 
 async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: Any) -> int:
     from .._core.errors import UsageError
+    from .._report.outputs import same_file
     from .._run.session import RunRequest, RunSession
     from .._run.settings import RunOptions
     from .run import planned, request_fields, run_planned
@@ -63,7 +64,7 @@ async def _rejudge(stream: str, specs: list[str], flags: dict[str, Any], locks: 
     )
     recording = Path(stream)
     for output in request.outputs:  # the recording is read again case by case, and it is the evidence: keep it
-        if recording.is_file() and Path(output).resolve() == recording.resolve():
+        if recording.is_file() and same_file(Path(output), recording):
             raise UsageError(f"-o {output}: that is the stream being rejudged; write the rejudge elsewhere")
     session = RunSession(request)
     replay = session.rejudging(stream)  # a bad STREAM: before any suite is read
@@ -80,8 +81,9 @@ def _list_missing(replay: Any) -> None:
     """The cases the recorded run has no record of (not run), the first 20 of them."""
     from .._report.console import clean
 
-    if replay.missing:
-        shown = replay.missing[:20] + ([f"and {len(replay.missing) - 20} more"] if len(replay.missing) > 20 else [])
-        click.echo(f"not run: {len(replay.missing)} not in {replay.recorded.source}:", err=True)
+    if replay.not_run:
+        more = replay.not_run - len(replay.missing)
+        shown = replay.missing + ([f"and {more} more"] if more else [])
+        click.echo(f"not run: {replay.not_run} not in {replay.recorded.source}:", err=True)
         for line in shown:
             click.echo(f"  {clean(line)}", err=True)
