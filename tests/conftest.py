@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import background, fresh_run
+from support.ray_cluster import ray_cluster  # noqa: F401  (the session's one Ray cluster, for every module)
 
 from specrun._models import litellm_route as providers
 

@@ -1,29 +1,26 @@
-"""Mocked tools and ``traces: otel`` on the ray executor: one run on a one-CPU local cluster of
-a project with three agents (one using its case's mocked tools through the mcp client, one
-traced in process, one process agent exporting OTLP to the receiver it is told of) gives the
-same verdicts, tool calls and trace counts as a local run of the same project; an agent whose
-spans go to a fixed receiver port, which the workers cannot share, is refused before anything
-runs."""
+"""Mocked tools and ``traces: otel`` on the ray executor: one run, a case at a time, on the
+session's local cluster (tests/support/ray_cluster.py) of a project with three agents (one using
+its case's mocked tools through the mcp client, one traced in process, one process agent
+exporting OTLP to the receiver it is told of) gives the same verdicts, tool calls and trace
+counts as a local run of the same project; an agent whose spans go to a fixed receiver port,
+which the workers cannot share, is refused before anything runs."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import run_cli
 from support.modules import AGENTS
-from support.ray_cluster import cluster_job, joined
+from support.ray_cluster import joined
 
 # Last, as the other ray module: a cluster and its workers take a core while they start.
 pytestmark = pytest.mark.order("last")
-
-# One CPU: the cases run one at a time on one worker, so one worker process boots (and later
-# cases find the mock server and the trace receivers of earlier ones still there).
-CLUSTER = cluster_job(__name__, "runs", cpus=1)
 
 
 def plan(*calls: tuple[str, dict[str, Any]]) -> str:
@@ -110,18 +107,23 @@ def project(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, list[dict[str, Any]]]]:
-    """The project run locally (while the cluster starts), then once on the module's cluster:
+def runs(
+    tmp_path_factory: pytest.TempPathFactory, ray_cluster: Callable[[], str]
+) -> dict[str, tuple[Any, list[dict[str, Any]]]]:
+    """The project run locally (while the cluster starts), then once on the session's cluster:
     each run's exit, printout and stream lines."""
     root = project(tmp_path_factory.mktemp("ray-evidence"))
     got = {}
     for executor in ("local", "ray"):
-        args = ["mocked", "shop", "weather", "--executor", executor, "--no-history", "-o", f"{executor}.jsonl"]
-        with joined(CLUSTER.first_line(timeout=120)) if executor == "ray" else contextlib.nullcontext():
+        # One case at a time (a local run's default; on ray, one per cluster CPU): the cases run
+        # on one worker, so one worker process boots (and later cases find the mock server and
+        # the trace receivers of earlier ones still there).
+        args = ["mocked", "shop", "weather", "--executor", executor, "--parallel", "1", "--no-history"]
+        args += ["-o", f"{executor}.jsonl"]
+        with joined(ray_cluster()) if executor == "ray" else contextlib.nullcontext():
             done = run_cli(args, cwd=root)
         lines = [json.loads(line) for line in (root / f"{executor}.jsonl").read_text().splitlines()]
         got[executor] = (done, lines)
-    CLUSTER.stop()
     return got
 
 

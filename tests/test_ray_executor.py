@@ -1,5 +1,5 @@
-"""The ray executor on a local cluster started here (one for the module: the machine has two
-cores): the same verdicts and reports as a local run, errors, timeouts, hooks, model calls,
+"""The ray executor on the session's local cluster (tests/support/ray_cluster.py; the machine has
+two cores): the same verdicts and reports as a local run, errors, timeouts, hooks, model calls,
 per-agent resources, --fail-fast and an interrupt."""
 
 from __future__ import annotations
@@ -8,14 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from support.background import Job
 from support.cli import SPECRUN, run_cli
 from support.llm_server import LLMServer
+from support.ray_cluster import joined
 from test_merge import without_timing
 
 # Last: a Ray cluster and its workers take the machine's cores for a minute, which would starve
@@ -76,39 +75,14 @@ CASES = [
 ]
 
 
-# The module's cluster, started when collection finishes (tests/support/background.py) by a
-# program of its own that joins it and waits to be killed: its 2 to 3 s of start-up overlap the
-# tests before these (this module runs last), and its processes die with that program's session.
-# No idle workers started for that first driver: every task here asks for its project's runtime
-# environment, which an idle worker without it cannot take (two processes booted for nothing).
-CLUSTER_PROGRAM = """
-import signal, ray
-ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-         _system_config={"prestart_worker_first_driver": False})
-print(ray.get_runtime_context().gcs_address, flush=True)
-while True:
-    signal.pause()
-"""
-CLUSTER = Job(__name__, "cluster", lambda _: [sys.executable, "-c", CLUSTER_PROGRAM])
-
-
 @pytest.fixture(scope="module")
-def cluster():
-    """One local cluster for the module, as a program that had joined one would have it."""
+def cluster(ray_cluster):
+    """The session's cluster (tests/support/ray_cluster.py) joined for the module, as a program
+    that had joined one would have it: its address."""
     import ray  # here, not at collection: Ray's import is half a second
-    from ray._raylet import Config
 
-    address = CLUSTER.first_line(timeout=120)
-    with pytest.MonkeyPatch.context() as patch:
-        # A local cluster takes a token (in ~/.ray). ray.init(address="local") turns token mode
-        # on for its process (read once, at import: hence the refresh, as ray does it) and those
-        # it starts; joining by address does not.
-        patch.setenv("RAY_AUTH_MODE", "token")
-        Config.initialize("")
-        ray.init(address=address, log_to_driver=False)
+    with joined(ray_cluster()):
         yield ray.get_runtime_context().gcs_address
-        ray.shutdown()
-    CLUSTER.stop()
 
 
 def project(root: Path, cases: list[dict], config: str = "") -> Path:

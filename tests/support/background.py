@@ -2,9 +2,10 @@
 process started when collection finishes, so that it runs on the machine's second core while
 the tests before it run on the first: a serial run keeps one core busy.
 
-A test module declares a :class:`Job` for one of its fixtures; the job starts at collection's
-end only when a selected test of that module uses the fixture (``pytest -k foo`` starts
-nothing it does not need), else when the fixture first asks for it. Under pytest-xdist each
+A test module declares a :class:`Job` for one of its fixtures (a support module, for a session
+fixture that tests of several modules share); the job starts at collection's end only when a
+selected test of that module uses the fixture (``pytest -k foo`` starts nothing it does not
+need), else when the fixture first asks for it. Under pytest-xdist each
 worker starts it on demand: early, every worker would make it. The process writes into files,
 not pipes (a full pipe nobody reads yet would stall it), runs in a session of its own, and is
 killed with everything it started when the test session ends.
@@ -36,12 +37,21 @@ _ended: list[bool] = []
 
 class Job:
     """The process ``command(folder)`` returns the argv of (``folder`` a fresh temporary one it
-    may prepare and write into), for ``fixture`` of the module named ``module``."""
+    may prepare and write into), for ``fixture`` of the module named ``module`` (``None``: a
+    session fixture, for the tests of any module). ``lasting``: the process keeps what it made
+    until stopped, never ending by itself (it starts after every other job)."""
 
     def __init__(
-        self, module: str, fixture: str, command: Command, cwd: Path | None = None, env: dict[str, str] | None = None
+        self,
+        module: str | None,
+        fixture: str,
+        command: Command,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        lasting: bool = False,
     ) -> None:
         self.module, self.fixture, self.command, self.cwd, self.env = module, fixture, command, cwd, env
+        self.lasting = lasting
         self.folder: Path | None = None
         self.process: subprocess.Popen[bytes] | None = None
         _jobs.append(self)
@@ -119,9 +129,9 @@ class Job:
             self.folder = None
 
     def wanted(self, session: pytest.Session) -> bool:
-        """Whether a selected test of the module uses the fixture."""
+        """Whether a selected test of the module (of any, for a session fixture) uses the fixture."""
         return any(
-            item.module.__name__ == self.module and self.fixture in getattr(item, "fixturenames", ())
+            self.module in (None, item.module.__name__) and self.fixture in getattr(item, "fixturenames", ())
             for item in session.items
             if isinstance(item, pytest.Function)
         )
@@ -149,7 +159,8 @@ def start_wanted(session: pytest.Session, first: Callable[[], subprocess.Popen[b
     _session.append(session)
     if os.environ.get("PYTEST_XDIST_WORKER") or session.config.option.collectonly:
         return False
-    wanted = [job for job in _jobs if job.wanted(session)]
+    # Those that never end last, whatever declared them first (a support module a conftest imports).
+    wanted = sorted((job for job in _jobs if job.wanted(session)), key=lambda job: job.lasting)
     threading.Thread(target=_in_turn, args=(first, wanted), name="background-setup", daemon=True).start()
     return True
 
@@ -157,7 +168,7 @@ def start_wanted(session: pytest.Session, first: Callable[[], subprocess.Popen[b
 def _in_turn(first: Callable[[], subprocess.Popen[bytes] | None] | None, jobs: list[Job]) -> None:
     """Start ``first`` and the jobs one at a time, each when the one before ended: at once they
     took both cores from the first tests. (A job that never ends, as the Ray cluster's program,
-    comes last: its module runs last.) A fixture that asks first starts its own job at once."""
+    comes last: the tests that use it run last.) A fixture that asks first starts its own job at once."""
     process = first() if first is not None else None
     for job in jobs:
         if process is not None:

@@ -1,16 +1,19 @@
-"""A local Ray cluster for a test module: started when collection finishes (support/background.py)
-by a program of its own that joins it and waits to be killed, so that its seconds of start-up
-overlap the tests before the module's; its processes die with that program's session. No idle
-worker is started for that first driver: every task of a specrun run asks for its project's
-runtime environment, which an idle worker without it cannot take. ``joined`` joins it from the
-test process, as a program that had joined a cluster would have it (tests/test_ray_executor.py
-starts its own the same way)."""
+"""One local Ray cluster for the test session (tests/conftest.py registers its fixture): its start
+costs about 4 s of CPU, so the modules that run on a cluster (tests/test_ray_executor.py,
+tests/test_ray_evidence.py) share it rather than each starting its own. It is started when
+collection finishes (support/background.py) by a program of its own that joins it and waits to be
+killed, so that its seconds of start-up overlap the tests before theirs; its processes die with
+that program's session, at the session's end. Two CPUs: the executor's tests run two cases at
+once and ask for both for one. No idle worker is started for that first driver: every task of a
+specrun run asks for its project's runtime environment, which an idle worker without it cannot
+take. ``joined`` joins it from the test process, as a program that had joined a cluster would
+have it; each module joins and leaves it on its own."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -18,17 +21,22 @@ from .background import Job
 
 PROGRAM = """
 import signal, ray
-ray.init(address="local", num_cpus={cpus}, include_dashboard=False, log_to_driver=False,
-         _system_config={{"prestart_worker_first_driver": False}})
+ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+         _system_config={"prestart_worker_first_driver": False})
 print(ray.get_runtime_context().gcs_address, flush=True)
 while True:
     signal.pause()
 """
 
+CLUSTER = Job(None, "ray_cluster", lambda _: [sys.executable, "-c", PROGRAM], lasting=True)
 
-def cluster_job(module: str, fixture: str, cpus: int) -> Job:
-    """The program that starts a ``cpus``-CPU cluster for ``fixture`` of ``module`` and prints its address."""
-    return Job(module, fixture, lambda _: [sys.executable, "-c", PROGRAM.format(cpus=cpus)])
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Callable[[], str]]:
+    """The session's cluster, as a function returning its address once it started (a fixture may
+    do other work first, while it starts)."""
+    yield lambda: CLUSTER.first_line(timeout=120)
+    CLUSTER.stop()
 
 
 @contextlib.contextmanager
