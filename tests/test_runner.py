@@ -123,3 +123,22 @@ def test_the_whole_file_reports_of_a_run_read_its_stream_once_between_them(folde
     assert len(json.loads((folder / "report.json").read_text())["results"]) == 20
     assert all((folder / f"report.{ext}").read_text().count("c19") for ext in ("md", "html", "xml"))
     assert scans == [folder / "out.jsonl"]  # one scan for the four reports, not one each
+
+
+def test_an_executor_that_raises_errors_that_case_and_the_others_still_run(folder, monkeypatch):
+    """A third party's executor (or an engine bug) raising for one case: before, the exception
+    ended that worker silently and its remaining cases were "not run" in a run that exited 0."""
+    real = Runner.run_one
+
+    async def run_one(self, job):
+        if job.case.id == "c3":
+            raise RuntimeError("executor bug")
+        return await real(self, job)
+
+    monkeypatch.setattr(Runner, "run_one", run_one)
+    totals = Totals(folder / "t.rec")
+    summary = asyncio.run(_run(folder, [totals], 1))
+    assert (summary["passed"], summary["errors"], summary["not_run"]) == (19, 1, 0)
+    lines = [json.loads(line) for line in (folder / "out.jsonl").read_text().splitlines()]
+    c3 = next(r for r in lines if r.get("id") == "c3")
+    assert c3["status"] == "error" and c3["error"] == "internal error: RuntimeError: executor bug"

@@ -177,7 +177,7 @@ class Runner:
                     "AfterAll", opts.after_all, dirs, agents, opts.timeout, ctx, self._finished, before_all_data
                 )
         for outcome in outcomes:
-            if isinstance(outcome, SpecrunError):
+            if isinstance(outcome, Exception):  # a worker that stopped: its error ends the run (exit 2 or 3)
                 raise outcome
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
@@ -241,6 +241,12 @@ class Runner:
             except CaseCancelled as cancelled:
                 self._report(cancelled.result)
                 raise asyncio.CancelledError from None
+            except SpecrunError:
+                raise  # the run cannot go on (the suite file changed): said after AfterAll
+            except Exception as exc:  # a bug of the executor's or of the engine: that case's error, not a lost worker
+                error = f"internal error: {type(exc).__name__}: {exc}"
+                result = Result(job.case, "error", run=job.run, error=error, traceback=user_traceback(exc))
+                result.agent = job.agent.id
             self._report(result)
             if self.options.fail_fast and result.status in ("failed", "error") and not self._stop:
                 self._stop_others("--fail-fast")
