@@ -241,6 +241,19 @@ def test_the_rejudge_has_the_runs_recorded_not_those_its_start_line_claims(rejud
     assert "not run:" not in done.stderr
 
 
+def test_a_run_index_no_run_could_reach_is_bad_input(rejudged):
+    """A result of run 10**9 (its start line claiming more) would plan 10**9 runs of every case:
+    the rejudge hung; a run has at least as many results as repetitions."""
+    root, _, _ = rejudged
+    lines = (root / "first.jsonl").read_text().splitlines()
+    start, result = json.loads(lines[0]), json.loads(lines[1])
+    forged = [json.dumps({**start, "runs": 10**12}), json.dumps({**result, "run": 10**9})]
+    (root / "forged.jsonl").write_text("\n".join(forged) + "\n")
+    done = run_cli(["rejudge", "forged.jsonl", "suite.yaml"], root)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "a result of run 1,000,000,000, but 1 result(s) in all" in done.stderr
+
+
 def test_a_recorded_stream_is_not_held_in_memory(tmp_path):
     """What a rejudge keeps of a recording is where each record is, not the records (a run of a
     million cases is rejudged in flat memory): reading the index of 2,000 results of 2 KB answers

@@ -99,7 +99,7 @@ def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
     """The run ``spec`` names: a result stream file, else a run id of the history."""
     path = Path(spec)
     if path.is_file():
-        return _read_stream(path, root)
+        return _bounded(_read_stream(path, root))
     if path.exists() or any(sep in spec for sep in ("/", "\\")) or spec.endswith(".jsonl"):
         raise UsageError(f"{spec}: no such result stream file")
     from .._history.store import History, HistoryError
@@ -109,7 +109,7 @@ def read_recorded(spec: str, root: Path, config: dict[str, Any]) -> Recorded:
     except HistoryError as exc:
         raise UsageError(f"{spec}: not a stream file, and no run history to look the run up in ({exc})") from None
     try:
-        return _read_history(history, spec)
+        return _bounded(_read_history(history, spec))
     except BaseException:
         history.close()
         raise
@@ -177,6 +177,17 @@ def _read_stream(path: Path, root: Path) -> Recorded:
         )
     if start is None and not recorded.places:
         raise UsageError(f"{path}:1: not a specrun result stream (no start or result line)")
+    return recorded
+
+
+def _bounded(recorded: Recorded) -> Recorded:
+    """``recorded``, if its highest run could have been recorded: a rejudge plans that many runs of
+    every case, and a run's results are at least as many as its repetitions (each is a case's)."""
+    if recorded.runs > len(recorded.places):
+        raise UsageError(
+            f"{recorded.source}: a result of run {recorded.runs:,}, but {len(recorded.places):,} result(s) in"
+            " all: not the record of a run (each repetition of a run has results of its own)"
+        )
     return recorded
 
 
