@@ -57,6 +57,9 @@ EXPECTED: dict[str, list[Expect]] = {
     "tab_indent.yaml": [E(4, 1, "YAML indentation must use spaces, not tabs", None)],
     "yaml_syntax.yaml": [E(3, 9, "invalid YAML: expected ',' or ']'", None)],
     "yaml_duplicate_key.yaml": [E(3, 3, 'found duplicate key "input"', None)],
+    # a value JSON has no form for reached agents and judges as Python's repr ("set(...)", "b'...'")
+    "yaml_set.yaml": [E(3, 12, "a !!set is not JSON data: write a list or a string", "cases[0].input")],
+    "yaml_binary.yaml": [E(4, 22, "a !!binary value (bytes) is not JSON data", "cases[0].metadata.blob")],
     # -- limits: nothing a file holds may exhaust memory, time or the stack -----------------------
     "alias_bomb.yaml": [E(6, 10, "aliases expand to more than 100,000 values", None)],
     "alias_cycle.yaml": [E(5, 23, "alias *case is inside the value it names (a cycle)", None)],

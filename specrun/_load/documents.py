@@ -20,6 +20,7 @@ import json
 import json.scanner
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -172,12 +173,22 @@ def _empty(display: str) -> Problem:
     return Problem(display, 1, 1, "empty file: expected a list of cases or a mapping with 'cases'")
 
 
-def plain(node: Any) -> Any:
-    """ruamel.yaml's round-trip objects as plain JSON-like data."""
+class NotData(Exception):
+    """A YAML value JSON has no form for (``!!set``, ``!!binary``), at ``path`` in its document."""
+
+    def __init__(self, kind: str, path: list[Any]):
+        super().__init__(kind)
+        self.kind, self.path = kind, path
+
+
+def plain(node: Any, path: list[Any] | None = None) -> Any:
+    """ruamel.yaml's round-trip objects as plain JSON-like data; ``NotData`` for a set or bytes,
+    which would reach an agent or a judge as Python's repr of them."""
+    path = path if path is not None else []
     if isinstance(node, dict):
-        return {str(k): plain(v) for k, v in node.items()}
+        return {str(k): plain(v, [*path, k]) for k, v in node.items()}
     if isinstance(node, list):
-        return [plain(v) for v in node]
+        return [plain(v, [*path, i]) for i, v in enumerate(node)]
     if isinstance(node, bool) or node is None:
         return node
     if isinstance(node, int):
@@ -188,6 +199,10 @@ def plain(node: Any) -> Any:
         return node.isoformat()
     if isinstance(node, str):
         return str(node)
+    if isinstance(node, bytes | bytearray):
+        raise NotData("a !!binary value (bytes)", path)
+    if isinstance(node, AbstractSet):
+        raise NotData("a !!set", path)
     return str(node)
 
 
@@ -476,7 +491,14 @@ def _parse_yaml(path: Path, display: str, text: str) -> Document:
         raise syntax_error(display, 1, 1, "YAML", str(exc)) from None
     except PastLimit as exc:
         raise DocumentError(Problem(display, exc.line + 1, exc.column + 1, str(exc))) from None
-    data = plain(node)
+    try:
+        data = plain(node)
+    except NotData as exc:
+        from .problems import pointer
+
+        line, col = _walk(node, exc.path, False) or (0, 0)
+        message = f"{exc.kind} is not JSON data: write a list or a string"
+        raise DocumentError(Problem(display, line + 1, col + 1, message, pointer(exc.path))) from None
     top = Record(data, 1, 1, node=node)
     key, seq = None, None
     if isinstance(data, list):
