@@ -322,3 +322,15 @@ def test_a_label_line_past_the_reply_bound_is_a_bad_line_never_held(tmp_path, mo
         (1, "a line over 1 MiB, the bound of a reply"),
         (2, '`human` must be "pass" or "fail", not "maybe"'),
     ]
+
+
+def test_a_labels_file_that_is_a_device_is_refused_before_any_judge_call(tmp_path, server):
+    """``--labels /dev/zero`` read for ever (Ctrl-C ignored while reading): the file is read
+    twice, checked and then judged, so it must be a regular file."""
+    project(tmp_path, [])
+    (tmp_path / "labels.jsonl").unlink()
+    (tmp_path / "labels.jsonl").symlink_to("/dev/zero")
+    server.requests.clear()
+    proc = calibrate(tmp_path, server)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--labels labels.jsonl: not a regular file" in proc.stderr and not server.requests

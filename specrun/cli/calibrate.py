@@ -64,6 +64,10 @@ async def _calibrate(suites: list[str], labels_file: Path | None, no_cache: bool
     from .._run.session import RunRequest, RunSession
     from .._run.settings import RunOptions
 
+    if labels_file is not None and labels_file.exists() and not labels_file.is_file():
+        from .._core.errors import UsageError  # it is read twice (checked, then judged): a file, not a stream
+
+        raise UsageError(f"--labels {labels_file}: not a regular file (a device or a pipe cannot be read twice)")
     session = RunSession(RunRequest(inputs=suites, options=RunOptions(no_cache=no_cache), history=False))
     tally = Tally()
     try:
