@@ -58,6 +58,8 @@ EXPECTED: dict[str, list[Expect]] = {
     "yaml_syntax.yaml": [E(3, 9, "invalid YAML: expected ',' or ']'", None)],
     "yaml_duplicate_key.yaml": [E(3, 3, 'found duplicate key "input"', None)],
     # a value JSON has no form for reached agents and judges as Python's repr ("set(...)", "b'...'")
+    # "must be a number, not a number": YAML's .nan is a float that JSON has no form for
+    "limit_nan.yaml": [E(2, 39, "must be a number, not nan (JSON has no such number)", "cases[0].limits.cost")],
     "yaml_set.yaml": [E(3, 12, "a !!set is not JSON data: write a list or a string", "cases[0].input")],
     "yaml_binary.yaml": [E(4, 22, "a !!binary value (bytes) is not JSON data", "cases[0].metadata.blob")],
     # -- limits: nothing a file holds may exhaust memory, time or the stack -----------------------

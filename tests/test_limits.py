@@ -41,6 +41,7 @@ cases:
   - {id: under-all, input: hi, limits: {tokens: 500, cost: 0.02, tool_calls: 2}}
   - {id: project-limit, input: hi}
   - {id: seconds-over, input: hi, options: {kind: hang}, limits: {seconds: 0.05, tool_calls: 2}}
+  - {id: seconds-duration, input: hi, options: {kind: hang}, limits: {seconds: 50ms}}
   - {id: calls-unknown, input: hi, options: {kind: plain}}
   - {id: usage-unknown, input: hi, options: {kind: nousage}, limits: {cost: 1, tool_calls: 2}}
   - id: judge-tokens
@@ -174,6 +175,10 @@ def test_a_generated_case_may_tighten_the_projects_limits_never_loosen_them(tmp_
     with pytest.raises(SuiteError) as refused:
         loader.load_data([{"id": "a", "input": "hi", "limits": {"cost": 1}}], "gen", tmp_path, generated=True)
     assert "generated case 'a' may not raise limits.cost to 1, above the run's 0.05" in str(refused.value)
+    timed = Loader(get_plugin_manager().registry, GeneratedLimits(case_limits={"seconds": "30s"}))
+    with pytest.raises(SuiteError) as refused:  # a duration is compared as the seconds it is
+        timed.load_data([{"id": "c", "input": "hi", "limits": {"seconds": "1h"}}], "gen", tmp_path, generated=True)
+    assert "generated case 'c' may not raise limits.seconds to 3600, above the run's 30" in str(refused.value)
 
 
 def test_a_limit_on_what_the_agent_did_not_report_is_an_error_not_a_pass(run):
@@ -183,6 +188,13 @@ def test_a_limit_on_what_the_agent_did_not_report_is_an_error_not_a_pass(run):
         "limits.tool_calls cannot be checked: the agent did not report its tool calls",
     )
     assert error(results, "usage-unknown") == ("error", "limits.cost cannot be checked: the agent reported no usage")
+
+
+def test_seconds_may_be_written_as_a_duration_like_every_other_time(run):
+    _, results = run
+    status, message = error(results, "seconds-duration")
+    assert status == "failed" and message.startswith("limit exceeded: seconds reached 0.0"), message
+    assert message.endswith("over the limit of 0.05 (counted in the agent)"), message
 
 
 def test_seconds_bound_a_dynamic_case_and_cut_its_turn_short(run):

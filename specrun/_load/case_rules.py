@@ -161,8 +161,8 @@ def generated_problems(
     if case.get("max_turns", 0) > limits.max_turns:
         turns = f"{case['max_turns']}, above the run's {limits.max_turns}"
         yield ["max_turns"], f"{who} may not raise max_turns to {turns}: {tighten}"
-    for key, value in (case.get("limits") or {}).items():
-        run_limit = limits.case_limits.get(key)
+    for key, given in (case.get("limits") or {}).items():
+        value, run_limit = _limit(given), _limit(limits.case_limits.get(key))
         if isinstance(value, int | float) and run_limit is not None and value > run_limit:
             raised = f"limits.{key} to {value:g}, above the run's {run_limit:g}"
             yield ["limits", key], f"{who} may not raise {raised}: {tighten}"
@@ -170,6 +170,16 @@ def generated_problems(
     if case.get("min_pass_rate", gate) < gate:
         lowered = f"{case['min_pass_rate']:g}%, below the run's {gate:g}%"
         yield ["min_pass_rate"], f"{who} may not lower its pass-rate gate to {lowered}: {tighten}"
+
+
+def _limit(value: Any) -> Any:
+    """A limit as a number: ``seconds`` may be a duration (a bad one is reported by the schema)."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            return None
+    return value
 
 
 def checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:
