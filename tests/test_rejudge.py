@@ -118,6 +118,14 @@ def test_a_case_not_in_the_stream_is_not_run_and_listed(rejudged):
     assert again["summary"]["not_run"] == 2  # its two runs
     assert "not run: 2 not in stream first.jsonl" in done.stderr
     assert "suite.yaml:" in done.stderr and " new (agent " in done.stderr
+    assert again["summary"]["not_judged"] == 2 and "2 NOT JUDGED (not in the recording)" in done.stdout
+
+
+def test_a_rejudge_of_part_of_the_cases_that_all_pass_is_incomplete_not_all_passed(rejudged):
+    root, _, _ = rejudged
+    done = run_cli(["rejudge", "first.jsonl", "suite.yaml", "--run", "^(talk|new)$", "-o", "part.jsonl"], root)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "INCOMPLETE: 2 not in the recording, not judged" in done.stdout and "ALL TESTS PASSED" not in done.stdout
 
 
 def test_dynamic_checkpoints_are_checked_again_on_the_recorded_turns(rejudged):

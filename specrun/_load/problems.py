@@ -95,7 +95,7 @@ def _types(value: Any) -> list[str]:
 
 
 def _json_type(value: Any) -> str:
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
         return f"{value} (JSON has no such number)"  # YAML's .nan and .inf
     return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"

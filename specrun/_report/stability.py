@@ -372,8 +372,11 @@ def verdict(summary: dict[str, Any]) -> tuple[str, str]:
         return "interrupted", "INTERRUPTED: partial results written"
     if summary.get("incomplete"):
         return "incomplete", f"INCOMPLETE: not every result could be written ({label})"
+    not_judged = summary.get("not_judged")  # a rejudge: runs of cases its recording has no answer of
     if failed or errors:
-        return "failed", label
+        return "failed", label + (f", {not_judged} NOT JUDGED (not in the recording)" if not_judged else "")
+    if not_judged:
+        return "incomplete", f"INCOMPLETE: {not_judged} not in the recording, not judged ({label or 'none judged'})"
     if not passed:
         return "passed", f"NO TESTS RAN ({label or 'no cases'})"
     if not skipped:

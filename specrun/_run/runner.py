@@ -474,6 +474,8 @@ class Runner:
         assert self._lifecycle is not None
         if failure := self._lifecycle.failure(stream):
             summary["incomplete"] = failure
+        if self.replay is not None and self.replay.not_run:  # a rejudge of a part: never "ALL TESTS PASSED"
+            summary["not_judged"] = self.replay.not_run
         return summary
 
     def exit_code(self, summary: dict[str, Any]) -> int:
