@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from specrun._load.documents import _NOT_JSON_BREAKS, Record, _walk, _yaml
+from specrun._load.documents import _NOT_JSON_BREAKS, Record, _walk
 from specrun._load.json_positions import JsonPositions, reads_as_yaml
+from specrun._load.yaml_documents import bounded_yaml as _yaml
 
 
 def ruamel_node(text: str) -> Any:

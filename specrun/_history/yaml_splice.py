@@ -56,8 +56,8 @@ def _read(text: str) -> tuple[Any, Any]:
     """The document's node tree (with marks) and its data, read within the loader's limits."""
     from ruamel.yaml.error import YAMLError
 
-    from .._load.documents import PastLimit, plain
-    from .._load.documents import _yaml as bounded_yaml
+    from .._load.documents import PastLimit
+    from .._load.yaml_documents import bounded_yaml, plain
 
     yaml = bounded_yaml()
     try:

@@ -218,9 +218,9 @@ def _yaml_head(text: str) -> tuple[list[str], list[str]]:
     """:func:`_head` of a YAML text, from its parse events."""
     from ruamel.yaml.events import MappingStartEvent, NodeEvent, SequenceStartEvent
 
-    from .documents import _yaml
+    from .yaml_documents import bounded_yaml
 
-    events = iter(_yaml().parse(text))
+    events = iter(bounded_yaml().parse(text))
     event = next((e for e in events if isinstance(e, NodeEvent)), None)
     if isinstance(event, MappingStartEvent):
         return _mapping_keys(events, _suite_mapping), []
