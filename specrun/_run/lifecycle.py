@@ -55,7 +55,7 @@ class Lifecycle:
             if id(impl.plugin) in self.broken:  # failed earlier in this same call
                 continue
             try:
-                impl.function(*[kwargs[name] for name in impl.argnames])
+                impl.function(*map(kwargs.__getitem__, impl.argnames))  # no list made per call
             except Exception as exc:
                 self._fail(impl, hook, exc)
 
