@@ -273,12 +273,13 @@ class Loader:
                     yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
             yield from generated_problems(case, self.registry, self.limits)
         yield from assertion_problems(case, self.registry, base_dir, generated, self.config)
-        for path, part in _file_parts(case.get("input")):
+        for path, part in _file_parts(case.get("input")) if not isinstance(case.get("input"), str) else ():
             if generated:
                 yield path, f"generated case {case['id']!r} may not attach files"
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
-        yield from checkpoint_problems(case.get("checkpoints") or [])
+        if case.get("checkpoints"):
+            yield from checkpoint_problems(case["checkpoints"])
         if case.get("tools"):  # mocked tools (specrun._mocks): what their schema cannot say
             from .._mocks import problems as tool_problems
 
@@ -300,16 +301,20 @@ class Loader:
         if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
             # `expected` is the case's own check; the defaults' assertions come in addition, first
             assertions.append(expected_assertion(expected, self.registry))
-        checkpoints = [
-            Checkpoint(
-                id=c["id"],
-                assertion=to_assertion(c["assertion"]),
-                description=c.get("description"),
-                after=list(c.get("after") or []),
-                required=c.get("required", True),
-            )
-            for c in data.get("checkpoints") or []
-        ]
+        checkpoints = (
+            [
+                Checkpoint(
+                    id=c["id"],
+                    assertion=to_assertion(c["assertion"]),
+                    description=c.get("description"),
+                    after=list(c.get("after") or []),
+                    required=c.get("required", True),
+                )
+                for c in data["checkpoints"] or []
+            ]
+            if "checkpoints" in data
+            else []
+        )  # most cases have none: no comprehension run for them
         timeout = data.get("timeout")
         return Case(
             id=data["id"],
