@@ -209,9 +209,17 @@ class Response:
     warnings: list[str] = field(default_factory=list)
     state: str | None = None
 
-    @cached_property
+    @property
     def text(self) -> str:
         """The output as text; structured output as its JSON text."""
+        content = self.content
+        if type(content) is str:  # the usual answer, read without a cached_property's lock
+            return content
+        return self._structured_text
+
+    @cached_property
+    def _structured_text(self) -> str:
+        """``text`` of output that is not a string: its JSON, made once."""
         if self.content is None:
             return ""
         if isinstance(self.content, str):

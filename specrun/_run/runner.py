@@ -325,7 +325,8 @@ class Runner:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
             else:
-                await self._models_ready(job)
+                if self.models is not None and not self.models.settled:  # else nothing to wait for
+                    await self._models_ready(job)
                 started = time.perf_counter()  # importing litellm is no case's time
                 if case.before and hooked:
                     before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
@@ -395,12 +396,10 @@ class Runner:
             raise _HookFailed(f"{kind} hook {ref} failed: {type(exc).__name__}: {exc}") from exc
 
     async def _models_ready(self, job: Job) -> None:
-        """Wait for the model client before the clock of a case that calls a model starts;
-        a case that calls none does not wait."""
+        """Wait for the model client (not settled yet) before the clock of a case that calls a
+        model starts; a case that calls none does not wait."""
         registry, config = self.plugins.registry, self.project.config
-        if self.models is None or self.models.settled:  # nothing to wait for, whatever the case calls
-            return
-        if case_needs_model(job.case, job.agent, registry, config):
+        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
             await self.models.ready()
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
