@@ -334,7 +334,7 @@ class Loader:
             raw=data if suite.generated else {},
             # the fields taken as they are (None when absent), only those the case sets: a case
             # is built twice per run (the plan's read, the run's), most of them set none
-            **{key: data[key] for key in _AS_GIVEN.intersection(data)},
+            **({key: data[key] for key in given} if (given := _AS_GIVEN.intersection(data)) else {}),
         )
 
 

@@ -408,10 +408,11 @@ class Runner:
             return await self.replay.execute(self, job, ctx)
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
-        target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
+        connector = self.connector_for(case)
+        target = self.project.target(job.agent, connector)  # built once per agent and model
         meter = Meter(case_limits(case.limits, self.project.config))
         ctx._progress = meter.observe if meter.mid_reply else None  # before the session is made: it may copy ctx
-        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
+        session = self.project.session(job.agent, ctx, connector, case.tools, target)  # traced, mocked
         try:
             if case.dynamic:
                 from .conversation import run_conversation
