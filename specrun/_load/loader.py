@@ -190,7 +190,9 @@ class Loader:
             count += 1
             if first is None:
                 first = record
-            if doc.top is None:  # JSONL or case data: each case checked on its own, as it is read
+            # JSONL or case data: each case checked on its own, as it is read (its errors listed
+            # only when it has some: the yes-or-no test costs less than an empty list of them)
+            if doc.top is None and not self._case.is_valid(record.data):
                 for error in self._case.iter_errors(record.data):
                     bad_cases.add(i)
                     described = describe_schema_error(error, self.schema, record.data, whole="the case")

@@ -331,8 +331,9 @@ class Planner:
             part.missing = True
             return
         part.selected += 1
-        part.dynamic = part.dynamic and case.dynamic
-        if case.dynamic and case.simulator and case.simulator.get("use"):
+        dynamic = case.dynamic
+        part.dynamic = part.dynamic and dynamic
+        if dynamic and case.simulator and case.simulator.get("use"):
             part.simulators.add(str(case.simulator.get("use")))
         where, registry = case.location, self.registry
         for agent in agents:
@@ -366,6 +367,8 @@ def case_problems(
     except TargetError:
         if strict:
             raise
+    if not found:  # the usual case
+        return []
     loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
     return [
         Problem(loc.file, loc.line, loc.column, who + message, f"{loc.pointer}.{field}" if loc.pointer else field)
