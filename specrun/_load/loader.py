@@ -211,7 +211,7 @@ class Loader:
             if i not in bad_cases:
                 found.extend(self._case_problems(record.data, base_dir, generated))
                 usable = {} if bad_defaults else defaults
-                merged = merge_defaults(usable, record.data)
+                merged = merge_defaults(usable, record.data) if usable else record.data
                 for inherited, path, message in unread_fields(record.data, usable, merged, self.registry):
                     if not inherited:
                         found.append((path, message))
@@ -256,7 +256,8 @@ class Loader:
                     return
                 if i != want:
                     continue
-            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite, base)
+            data = merge_defaults(defaults, record.data) if defaults else record.data  # most suites have none
+            case = self._case_from(data, record, doc, i, suite, base)
             yield case
             if wanted is not None:
                 want = next(wanted, None)
@@ -299,10 +300,10 @@ class Loader:
             raw_assertions = [raw_assertions]
         assertions = [to_assertion(a) for a in raw_assertions or []]
         expected = data.get("expected", MISSING)
-        own = record.data.get("assertions", record.data.get("assert"))
-        if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
-            # `expected` is the case's own check; the defaults' assertions come in addition, first
-            assertions.append(expected_assertion(expected, self.registry))
+        if expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
+            own = record.data.get("assertions", record.data.get("assert"))
+            if not own:  # `expected` is the case's own check; the defaults' assertions come in addition, first
+                assertions.append(expected_assertion(expected, self.registry))
         checkpoints = (
             [
                 Checkpoint(
@@ -391,7 +392,9 @@ class FileCases(Sequence[Case]):
         return next(self.read(iter([index % self._count])))
 
     def read(self, wanted: Iterator[int]) -> Iterator[Case]:
-        """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached."""
+        """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached; the
+        file is checked now. (The loader's generator itself: no generator around it to pass
+        each case through.)"""
         path = self._suite.path
         try:
             unchanged = _stamp(path) == self._stamp
@@ -399,7 +402,7 @@ class FileCases(Sequence[Case]):
             unchanged = False
         if not unchanged:
             raise SpecrunError(f"{self._display} changed after it was validated: run again to use the new version")
-        yield from self._loader.cases(parse(path, self._display), self._suite, wanted)
+        return self._loader.cases(parse(path, self._display), self._suite, wanted)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
