@@ -190,8 +190,7 @@ class Loader:
             count += 1
             if first is None:
                 first = record
-            # JSONL or case data: each case checked on its own, as it is read (its errors listed
-            # only when it has some: the yes-or-no test costs less than an empty list of them)
+            # JSONL or case data: each case checked on its own as it is read (is_valid first: cheaper)
             if doc.top is None and not self._case.is_valid(record.data):
                 for error in self._case.iter_errors(record.data):
                     bad_cases.add(i)
@@ -281,8 +280,7 @@ class Loader:
                 yield path, f"generated case {case['id']!r} may not attach files"
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
-        if case.get("checkpoints"):
-            yield from checkpoint_problems(case["checkpoints"])
+        yield from checkpoint_problems(case["checkpoints"]) if case.get("checkpoints") else ()
         if case.get("tools"):  # mocked tools (specrun._mocks): what their schema cannot say
             from .._mocks import problems as tool_problems
 
@@ -304,20 +302,7 @@ class Loader:
             own = record.data.get("assertions", record.data.get("assert"))
             if not own:  # `expected` is the case's own check; the defaults' assertions come in addition, first
                 assertions.append(expected_assertion(expected, self.registry))
-        checkpoints = (
-            [
-                Checkpoint(
-                    id=c["id"],
-                    assertion=to_assertion(c["assertion"]),
-                    description=c.get("description"),
-                    after=list(c.get("after") or []),
-                    required=c.get("required", True),
-                )
-                for c in data["checkpoints"] or []
-            ]
-            if "checkpoints" in data
-            else []
-        )  # most cases have none: no comprehension run for them
+        checkpoints = _checkpoints(data["checkpoints"]) if "checkpoints" in data else []  # most have none
         timeout = data.get("timeout")
         return Case(
             id=data["id"],
@@ -339,6 +324,19 @@ class Loader:
             # is built twice per run (the plan's read, the run's), most of them set none
             **({key: data[key] for key in given} if (given := _AS_GIVEN.intersection(data)) else {}),
         )
+
+
+def _checkpoints(raw: list[dict[str, Any]] | None) -> list[Checkpoint]:
+    return [
+        Checkpoint(
+            id=c["id"],
+            assertion=to_assertion(c["assertion"]),
+            description=c.get("description"),
+            after=list(c.get("after") or []),
+            required=c.get("required", True),
+        )
+        for c in raw or []
+    ]
 
 
 _AS_GIVEN = frozenset(
@@ -393,8 +391,7 @@ class FileCases(Sequence[Case]):
 
     def read(self, wanted: Iterator[int]) -> Iterator[Case]:
         """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached; the
-        file is checked now. (The loader's generator itself: no generator around it to pass
-        each case through.)"""
+        file is checked now (the loader's generator as is: no generator of its own per case)."""
         path = self._suite.path
         try:
             unchanged = _stamp(path) == self._stamp
