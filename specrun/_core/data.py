@@ -83,9 +83,13 @@ class Message:
         else:
             parts = [{k: v for k, v in p.items() if k not in ("path", "mime")} for p in self.content]
             data = {"role": self.role, "content": parts}
-        for key in ("name", "tool_calls", "tool_call_id"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
+        # each named, not looked up by name: a case's input is made a dict twice per run
+        if self.name is not None:
+            data["name"] = self.name
+        if self.tool_calls is not None:
+            data["tool_calls"] = self.tool_calls
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
         return data
 
 
@@ -209,9 +213,17 @@ class Response:
     warnings: list[str] = field(default_factory=list)
     state: str | None = None
 
-    @cached_property
+    @property
     def text(self) -> str:
         """The output as text; structured output as its JSON text."""
+        content = self.content
+        if type(content) is str:  # the usual answer, read without a cached_property's lock
+            return content
+        return self._structured_text
+
+    @cached_property
+    def _structured_text(self) -> str:
+        """``text`` of output that is not a string: its JSON, made once."""
         if self.content is None:
             return ""
         if isinstance(self.content, str):

@@ -32,7 +32,9 @@ class CaseKey(NamedTuple):
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> CaseKey:
         """The key of a ``result`` record (a stream line or a report's result): ``file``, ``id``, ``agent``."""
-        return cls(str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
+        # made as NamedTuple._make makes one, without the Python __new__ (once per result)
+        key = (str(record.get("file") or ""), str(record.get("id")), str(record.get("agent") or ""))
+        return tuple.__new__(cls, key)
 
     @property
     def any_agent(self) -> tuple[str, str]:

@@ -8,7 +8,7 @@ matching hook in :mod:`specrun._core.hookspecs`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -211,8 +211,9 @@ class _StatelessSession(Session):
         self.target = target
         self.context = context
 
-    async def send(self, messages: list[Message]) -> Response:
-        return await self.target.respond(messages, self.context)
+    def send(self, messages: list[Message]) -> Coroutine[Any, Any, Response]:
+        # the target's coroutine itself, awaited by the caller: no coroutine of its own per case
+        return self.target.respond(messages, self.context)
 
 
 # -- adapters ---------------------------------------------------------------------------------

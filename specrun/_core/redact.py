@@ -169,11 +169,12 @@ def redact(text: str, secrets: Iterable[str] = (), keys: bool = False) -> str:
     if not text:
         return text
     known = _known()
-    present = tuple(value for value, (_, anchor) in known.items() if anchor in text)
+    # (each test first: redact runs on every result, in an environment that usually has no secret)
+    present = tuple(value for value, (_, anchor) in known.items() if anchor in text) if known else ()
     if present:
         names = ["", *(known[value][0] for value in present)]
         text = _pattern(present).sub(lambda m: f"[REDACTED:{names[m.lastindex or 0]}]", text)
-    for value in sorted({s for s in secrets if s and len(s) >= MIN_KNOWN}, key=len, reverse=True):
+    for value in sorted({s for s in secrets if s and len(s) >= MIN_KNOWN}, key=len, reverse=True) if secrets else ():
         text = text.replace(value, "[REDACTED]")
     if "://" in text:  # the test first: the pattern alone costs a scan of every word
         text = _URL_PASSWORD.sub(r"\1:[REDACTED]@", text)

@@ -164,14 +164,16 @@ class Result:
     def record(self) -> dict[str, Any]:
         """The ``result`` record (see ``seal``); the stream, the aggregator and every observer
         read this same record."""
-        self.seal()
-        assert self._record is not None
+        if self._record is None:  # asked for several times a case: sealed once
+            self.seal()
+            assert self._record is not None
         return self._record
 
     @property
     def line(self) -> str:
         """The record as one line of strict JSON (see ``seal``)."""
-        self.seal()
+        if self._record is None:
+            self.seal()
         return self._line
 
     @property

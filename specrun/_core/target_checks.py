@@ -30,14 +30,16 @@ class TargetChecks:
         the run (after ``problems``), such as an unknown tool. This one refuses a tool-call input
         (``input: {tool, arguments}``): a target that calls tools overrides it. (Mocked tools a
         target's agent is not given, ``mock_tools`` False, the engine refuses itself.)"""
-        if any(m.tool_request for m in case.input):
-            yield (
-                "input.tool",
-                (
-                    f"the {self.name} target cannot call a tool directly: input {{tool, arguments}} needs a target"
-                    " that calls tools (such as mcp); give this one a message"
-                ),
-            )
+        for message in case.input:  # a loop, not any(): this runs for every case as it is planned
+            if message.tool_request:
+                yield (
+                    "input.tool",
+                    (
+                        f"the {self.name} target cannot call a tool directly: input {{tool, arguments}} needs a"
+                        " target that calls tools (such as mcp); give this one a message"
+                    ),
+                )
+                return
 
     def catalog(self) -> str | None:
         """What the agent offers that a case can name, as text for a person writing cases (an

@@ -53,7 +53,7 @@ def content_hash(case: Case) -> str:
         [m.to_dict() for m in case.input],
         case.expected,
         [a.to_dict() for a in case.assertions],
-        [(c.id, c.assertion.to_dict(), c.after, c.required) for c in case.checkpoints],
+        [(c.id, c.assertion.to_dict(), c.after, c.required) for c in case.checkpoints] if case.checkpoints else [],
         case.options,
         case.metadata,
         case.simulator,

@@ -190,7 +190,8 @@ class Loader:
             count += 1
             if first is None:
                 first = record
-            if doc.top is None:  # JSONL or case data: each case checked on its own, as it is read
+            # JSONL or case data: each case checked on its own as it is read (is_valid first: cheaper)
+            if doc.top is None and not self._case.is_valid(record.data):
                 for error in self._case.iter_errors(record.data):
                     bad_cases.add(i)
                     described = describe_schema_error(error, self.schema, record.data, whole="the case")
@@ -209,7 +210,7 @@ class Loader:
             if i not in bad_cases:
                 found.extend(self._case_problems(record.data, base_dir, generated))
                 usable = {} if bad_defaults else defaults
-                merged = merge_defaults(usable, record.data)
+                merged = merge_defaults(usable, record.data) if usable else record.data
                 for inherited, path, message in unread_fields(record.data, usable, merged, self.registry):
                     if not inherited:
                         found.append((path, message))
@@ -254,7 +255,8 @@ class Loader:
                     return
                 if i != want:
                     continue
-            case = self._case_from(merge_defaults(defaults, record.data), record, doc, i, suite, base)
+            data = merge_defaults(defaults, record.data) if defaults else record.data  # most suites have none
+            case = self._case_from(data, record, doc, i, suite, base)
             yield case
             if wanted is not None:
                 want = next(wanted, None)
@@ -273,12 +275,12 @@ class Loader:
                     yield [key], f"generated case {case['id']!r} may not set {key!r}: generated cases are data only"
             yield from generated_problems(case, self.registry, self.limits)
         yield from assertion_problems(case, self.registry, base_dir, generated, self.config)
-        for path, part in _file_parts(case.get("input")):
+        for path, part in _file_parts(case.get("input")) if not isinstance(case.get("input"), str) else ():
             if generated:
                 yield path, f"generated case {case['id']!r} may not attach files"
             elif not resolve_file(part["source"], base_dir).is_file():
                 yield path, f"file not found: {part['source']} (resolved to {resolve_file(part['source'], base_dir)})"
-        yield from checkpoint_problems(case.get("checkpoints") or [])
+        yield from checkpoint_problems(case["checkpoints"]) if case.get("checkpoints") else ()
         if case.get("tools"):  # mocked tools (specrun._mocks): what their schema cannot say
             from .._mocks import problems as tool_problems
 
@@ -296,20 +298,11 @@ class Loader:
             raw_assertions = [raw_assertions]
         assertions = [to_assertion(a) for a in raw_assertions or []]
         expected = data.get("expected", MISSING)
-        own = record.data.get("assertions", record.data.get("assert"))
-        if not own and expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
-            # `expected` is the case's own check; the defaults' assertions come in addition, first
-            assertions.append(expected_assertion(expected, self.registry))
-        checkpoints = [
-            Checkpoint(
-                id=c["id"],
-                assertion=to_assertion(c["assertion"]),
-                description=c.get("description"),
-                after=list(c.get("after") or []),
-                required=c.get("required", True),
-            )
-            for c in data.get("checkpoints") or []
-        ]
+        if expected is not MISSING and "checkpoints" not in data and "simulator" not in data:
+            own = record.data.get("assertions", record.data.get("assert"))
+            if not own:  # `expected` is the case's own check; the defaults' assertions come in addition, first
+                assertions.append(expected_assertion(expected, self.registry))
+        checkpoints = _checkpoints(data["checkpoints"]) if "checkpoints" in data else []  # most have none
         timeout = data.get("timeout")
         return Case(
             id=data["id"],
@@ -329,8 +322,21 @@ class Loader:
             raw=data if suite.generated else {},
             # the fields taken as they are (None when absent), only those the case sets: a case
             # is built twice per run (the plan's read, the run's), most of them set none
-            **{key: data[key] for key in _AS_GIVEN.intersection(data)},
+            **({key: data[key] for key in given} if (given := _AS_GIVEN.intersection(data)) else {}),
         )
+
+
+def _checkpoints(raw: list[dict[str, Any]] | None) -> list[Checkpoint]:
+    return [
+        Checkpoint(
+            id=c["id"],
+            assertion=to_assertion(c["assertion"]),
+            description=c.get("description"),
+            after=list(c.get("after") or []),
+            required=c.get("required", True),
+        )
+        for c in raw or []
+    ]
 
 
 _AS_GIVEN = frozenset(
@@ -384,7 +390,8 @@ class FileCases(Sequence[Case]):
         return next(self.read(iter([index % self._count])))
 
     def read(self, wanted: Iterator[int]) -> Iterator[Case]:
-        """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached."""
+        """The cases numbered ``wanted`` (increasing, from 0), each built when it is reached; the
+        file is checked now (the loader's generator as is: no generator of its own per case)."""
         path = self._suite.path
         try:
             unchanged = _stamp(path) == self._stamp
@@ -392,7 +399,7 @@ class FileCases(Sequence[Case]):
             unchanged = False
         if not unchanged:
             raise SpecrunError(f"{self._display} changed after it was validated: run again to use the new version")
-        yield from self._loader.cases(parse(path, self._display), self._suite, wanted)
+        return self._loader.cases(parse(path, self._display), self._suite, wanted)
 
 
 def _stamp(path: Path) -> tuple[int, int]:

@@ -184,12 +184,19 @@ class Project:
         return self._targets[key]
 
     def session(
-        self, agent: Agent, context: Context, connector: str | None = None, tools: list[dict[str, Any]] | None = None
+        self,
+        agent: Agent,
+        context: Context,
+        connector: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        target: Target | None = None,
     ) -> Session:
         """One conversation with ``agent`` (per case and run): its target's session, whose
         agent's spans are the case's evidence when its agent file says ``traces:`` (specrun._traces)
-        and whose calls to the case's mocked ``tools`` are too (specrun._mocks)."""
-        target = self.target(agent, connector)
+        and whose calls to the case's mocked ``tools`` are too (specrun._mocks). ``target``: the
+        agent's ``target(agent, connector)``, when the caller has it already."""
+        if target is None:
+            target = self.target(agent, connector)
         if not tools:
             return self._session(target, agent, context)
         from .._mocks.session import MockedSession, open_case

@@ -272,7 +272,8 @@ class Aggregator:
         seen = stats.runs + stats.skipped
         self._max_runs = max(self._max_runs, seen)
         if not self.keep:
-            self._note_agent(key)
+            if self.agents > 1:
+                self._note_agent(key)
             if seen >= (self.runs or 0):
                 self._done.add(self._cases.pop(key))
         return stats

@@ -51,11 +51,12 @@ class Lifecycle:
 
     def call(self, hook: str, **kwargs: Any) -> None:
         """Call every implementation of ``hook`` that has not failed yet."""
-        for impl in self._impls(hook):
+        impls = self._known.get(hook)  # (looked up here first: this runs for every result)
+        for impl in impls if impls is not None else self._impls(hook):
             if id(impl.plugin) in self.broken:  # failed earlier in this same call
                 continue
             try:
-                impl.function(*[kwargs[name] for name in impl.argnames])
+                impl.function(*map(kwargs.__getitem__, impl.argnames))  # no list made per call
             except Exception as exc:
                 self._fail(impl, hook, exc)
 

@@ -31,6 +31,7 @@ from .verdicts import combine, evaluate_case, judge_usage, spent_on
 SOURCES = ("agent", "judge", "simulator")
 MID_REPLY = ("tool_calls", "tokens", "cost")  # what Context.progress reports and can stop a reply on
 _IN = " (counted in the "
+_UNWATCHED = contextlib.nullcontext()  # Meter.watching with nothing to watch
 
 
 class LimitExceeded(Exception):
@@ -66,12 +67,9 @@ class Meter:
         self.so_far: Response | None = None  # what that reply reported it has done so far
         self.stopped: LimitExceeded | None = None  # why the meter stopped it
         self.cancelled = False  # stopped by cancelling it from outside (``observe``)
-
-    @property
-    def mid_reply(self) -> bool:
-        """Whether a reply's progress is worth telling: a limit it can go over mid-reply (a case
-        with none spares its session the reports, a traced one its spans' evidence as they come)."""
-        return any(key in self.limits for key in MID_REPLY)
+        # Whether a reply's progress is worth telling: a limit it can go over mid-reply (a case
+        # with none spares its session the reports, a traced one its spans' evidence as they come).
+        self.mid_reply = not self.limits.keys().isdisjoint(MID_REPLY)
 
     def _over(self, key: str, value: float, where: str, what: str = "") -> None:
         limit = self.limits.get(key)
@@ -83,7 +81,7 @@ class Meter:
     def spend(self, usage: Usage | None, where: str) -> None:
         """Add ``where``'s usage (agent, judge, simulator); ``LimitExceeded`` once over,
         ``LimitUnknown`` for a cost limit on calls whose cost was not reported."""
-        if usage is None:
+        if usage is None or not self.limits:  # nothing to count it against (most cases)
             return
         total = self.spent.get(where) or self.spent.setdefault(where, Usage())
         total.add(usage)
@@ -96,6 +94,8 @@ class Meter:
     def answered(self, response: Response) -> None:
         """Count an answer of the agent's: its tool calls and its usage. A limit on what the
         agent did not report is ``LimitUnknown``: counting it as none would fake a pass."""
+        if not self.limits:  # nothing to count it against (most cases)
+            return
         if "tool_calls" in self.limits and not response.tools_reported:
             raise LimitUnknown("limits.tool_calls cannot be checked: the agent did not report its tool calls")
         self.tool_calls += len(response.tool_calls) if response.tools_reported else 0
@@ -105,12 +105,17 @@ class Meter:
             raise LimitUnknown(f"limits.{unknown[0]} cannot be checked: the agent reported no usage")
         self.spend(response.usage, "agent")
 
-    @contextlib.contextmanager
-    def watching(self) -> Iterator[None]:
+    def watching(self) -> contextlib.AbstractContextManager[None]:
         """Around the agent's reply, in the task awaiting it: what it reports as it goes
         (``observe``) is counted, and once over a limit the reply is stopped by a cancellation
         that leaves here as ``LimitExceeded`` (whatever the framework made of it on the way).
-        A cancellation from outside (``--fail-fast``, a signal) stays one."""
+        A cancellation from outside (``--fail-fast``, a signal) stays one. Without a limit it
+        can go over mid-reply, nothing reports progress to it (the runner gives the context no
+        ``progress``): there is nothing to watch, and no generator is made per case for it."""
+        return self._watching() if self.mid_reply else _UNWATCHED
+
+    @contextlib.contextmanager
+    def _watching(self) -> Iterator[None]:
         task = asyncio.current_task()
         self.replying, self.so_far, self.stopped, self.cancelled = task, None, None, False
         try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._core.data import Agent, Case, Suite
+from .._core.data import Agent, Assertion, Case, Suite
 from .._core.errors import Problem, SpecrunError, SuiteError, TargetError, UsageError
 from .._core.kinds import Job, Source, SourceContext, Target
 from .._load.documents import load_mapping
@@ -27,11 +27,15 @@ from .case_hooks import check_case_hooks
 from .pairs import CaseRef, ModelUse, Selection
 
 
+def _every_assertion(case: Case) -> list[Assertion]:
+    """The case's assertions and its checkpoints' (most cases have none: no generator for them)."""
+    return [*case.assertions, *(c.assertion for c in case.checkpoints)] if case.checkpoints else case.assertions
+
+
 def case_needs_model(case: Case, agent: Agent, registry: Any, config: dict[str, Any]) -> bool:
     """True when running ``case`` against ``agent`` calls a model: a judge, an LLM simulator or
     a model-backed target (``config``: the project's ``specrun.yaml``)."""
-    assertions = [*case.assertions, *(c.assertion for c in case.checkpoints)]
-    if any(registry.get("assertion", a.type).uses_model(a, config) for a in assertions):
+    if any(registry.get("assertion", a.type).uses_model(a, config) for a in _every_assertion(case)):
         return True
     if case.simulator is not None and registry.simulator_for(case.simulator).needs_model:
         return True
@@ -42,7 +46,7 @@ def case_model_uses(case: Case, agent: Agent, registry: Any) -> Iterator[ModelUs
     """The ``(model, params)`` a case names beyond the run's own models (for
     ``ModelClient.preload``): a judge's or simulator's ``model`` (sent with the run's params),
     a model-backed target's ``model`` and ``params`` (an empty model: one chosen at run time)."""
-    for assertion in [*case.assertions, *(c.assertion for c in case.checkpoints)]:
+    for assertion in _every_assertion(case):
         if isinstance(model := assertion.params.get("model"), str):
             yield model, None
     if case.simulator is not None and isinstance(model := case.simulator.get("model"), str):
@@ -327,8 +331,9 @@ class Planner:
             part.missing = True
             return
         part.selected += 1
-        part.dynamic = part.dynamic and case.dynamic
-        if case.dynamic and case.simulator and case.simulator.get("use"):
+        dynamic = case.dynamic
+        part.dynamic = part.dynamic and dynamic
+        if dynamic and case.simulator and case.simulator.get("use"):
             part.simulators.add(str(case.simulator.get("use")))
         where, registry = case.location, self.registry
         for agent in agents:
@@ -362,6 +367,8 @@ def case_problems(
     except TargetError:
         if strict:
             raise
+    if not found:  # the usual case
+        return []
     loc, who = case.location, f"agent {agent.id!r}: " if name_agent else ""
     return [
         Problem(loc.file, loc.line, loc.column, who + message, f"{loc.pointer}.{field}" if loc.pointer else field)
@@ -417,7 +424,8 @@ def _check_pair(
     target that builds (``own``: the case named the agent; ``named``: ``-n`` did); that target."""
     if case.dynamic:
         _check_simulator(case, suite, project, simulator)
-    for hook, missing_hook in check_case_hooks(case, agent):  # a missing hook is bad input, found now
+    # a missing hook is bad input, found now (a case with none: no generator to ask)
+    for hook, missing_hook in check_case_hooks(case, agent) if case.before or case.after else ():
         raise _located(missing_hook, suite, case, hook)
     own_connector = case.options.get("connector") if not connector else None
     if own_connector and not project.takes_model(agent):

@@ -331,7 +331,8 @@ class Runner:
             if case.skip:
                 result = Result(case, "skipped", run=job.run, error=case.skip if isinstance(case.skip, str) else None)
             else:
-                await self._models_ready(job)
+                if self.models is not None and not self.models.settled:  # else nothing to wait for
+                    await self._models_ready(job)
                 started = time.perf_counter()  # importing litellm is no case's time
                 if case.before and hooked:
                     before_data = await self._hook("before", case.before, dirs, [job.agent], budget, ctx, case)
@@ -401,12 +402,10 @@ class Runner:
             raise _HookFailed(f"{kind} hook {ref} failed: {type(exc).__name__}: {exc}") from exc
 
     async def _models_ready(self, job: Job) -> None:
-        """Wait for the model client before the clock of a case that calls a model starts;
-        a case that calls none does not wait."""
+        """Wait for the model client (not settled yet) before the clock of a case that calls a
+        model starts; a case that calls none does not wait."""
         registry, config = self.plugins.registry, self.project.config
-        if self.models is None or self.models.settled:  # nothing to wait for, whatever the case calls
-            return
-        if case_needs_model(job.case, job.agent, registry, config):
+        if self.models is not None and case_needs_model(job.case, job.agent, registry, config):
             await self.models.ready()
 
     async def _execute(self, job: Job, ctx: Context) -> Result:
@@ -415,10 +414,11 @@ class Runner:
             return await self.replay.execute(self, job, ctx)
         timeout = case.timeout or self.options.timeout
         services = self.services(job.run)
-        target = self.project.target(job.agent, self.connector_for(case))  # built once per agent and model
+        connector = self.connector_for(case)
+        target = self.project.target(job.agent, connector)  # built once per agent and model
         meter = Meter(case_limits(case.limits, self.project.config))
         ctx._progress = meter.observe if meter.mid_reply else None  # before the session is made: it may copy ctx
-        session = self.project.session(job.agent, ctx, self.connector_for(case), case.tools)  # traced, mocked
+        session = self.project.session(job.agent, ctx, connector, case.tools, target)  # traced, mocked
         try:
             if case.dynamic:
                 from .conversation import run_conversation

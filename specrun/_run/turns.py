@@ -16,7 +16,10 @@ _R = TypeVar("_R", bound=Response | None)
 def turn_of(messages: Sequence[Message]) -> int:
     """The user turn that a reply to ``messages`` belongs to: how many user messages they hold
     (a history input ``user, assistant, user`` is answered in turn 2), at least 1."""
-    return max(1, sum(m.role == "user" for m in messages))
+    users = 0
+    for m in messages:  # a loop, not sum() over a generator: this runs for every case
+        users += m.role == "user"
+    return max(1, users)
 
 
 def in_turn(response: _R, turn: int) -> _R:

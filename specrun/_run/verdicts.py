@@ -14,9 +14,12 @@ from .deadline import within
 _instances: dict[type, AssertionType] = {}
 
 
-async def evaluate(assertion: Assertion, check: Check, registry: Registry) -> Verdict:
-    """One assertion's verdict, settled; an assertion that cannot decide (or crashes) is an ``error``."""
-    cls = registry.get("assertion", assertion.type)
+async def evaluate(
+    assertion: Assertion, check: Check, registry: Registry, kind: type[AssertionType] | None = None
+) -> Verdict:
+    """One assertion's verdict, settled; an assertion that cannot decide (or crashes) is an ``error``.
+    ``kind``: its type's class, when the caller has looked it up already."""
+    cls = kind or registry.get("assertion", assertion.type)
     instance = _instances.get(cls) or _instances.setdefault(cls, cls())
     try:
         verdict = await instance.evaluate(assertion, check)
@@ -66,7 +69,7 @@ async def _bounded(assertion: Assertion, check: Check, registry: Registry, timeo
     # started before its timer (specrun._run.deadline): contains, equals, regex... need none.
     eager = kind.data_only and not kind.agent_params and not kind.uses_model(assertion, config)
     try:
-        return await within(evaluate(assertion, check, registry), timeout, eager)
+        return await within(evaluate(assertion, check, registry, kind), timeout, eager)
     except TimeoutError:  # only ours: evaluate() turns an assertion's own exceptions into verdicts
         what = kind.label(assertion.params) if kind.label_params else f"{assertion.type} assertion"
         return Verdict.settled(

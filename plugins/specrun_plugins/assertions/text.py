@@ -57,7 +57,8 @@ class _Substrings(AssertionType):
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
         value = assertion.params["value"]
-        items = [_as_text(v) for v in as_list(value)]
+        # one string, the usual value, as it is (no list of texts made for it per case)
+        items = [value] if type(value) is str else [_as_text(v) for v in as_list(value)]
         text = check.response.text
         fold = self.fold or assertion.params.get("ignore_case", False)
         haystack = text.casefold() if fold else text
