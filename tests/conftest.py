@@ -40,6 +40,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the slow setup the selected tests will read (tests/support/background.py), so that
     it runs on the second core while the tests before them run; the fresh run that imports
     litellm (tests/support/fresh_run.py) too."""
+    # The session's base temporary folder, made here: made first by the background thread and
+    # a test's tmp_path at once, pytest made two and refused the background's mktemp.
+    session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     background.start_wanted(session, first=lambda: fresh_run.start_if_selected(session))
     tests = [item for item in session.items if isinstance(item, pytest.Function)]
     if any(getattr(item.module, "IMPORTS_LITELLM", False) for item in tests):
