@@ -14,6 +14,7 @@ from .durations import format_duration as format_duration  # re-exported: the en
 from .durations import parse_duration as parse_duration
 from .jsontext import json_line as json_line  # re-exported: where the engine has always found it
 from .jsontext import to_json
+from .parts import part_bytes, part_url
 
 Status = Literal["passed", "failed", "error", "skipped"]
 
@@ -63,6 +64,10 @@ class Message:
         if isinstance(self.content, str):
             return []
         return [p for p in self.content if p.get("type") != "text"]
+
+    # An attachment's bytes, or its URL (a data URL for a local file or inline data).
+    part_bytes = staticmethod(part_bytes)
+    part_url = staticmethod(part_url)
 
     @property
     def tool_request(self) -> ToolCall | None:

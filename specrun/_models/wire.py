@@ -7,8 +7,6 @@ URLs: images as ``image_url``, audio as ``input_audio``, other files as ``file``
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,39 +14,18 @@ from typing import Any
 
 from .._core.data import Message, Response, ToolCall, Usage
 from .._core.errors import TargetError
+from .._core.parts import part_url
 from .._core.redact import redact
 from .._report.display import shorten
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 
 
-@functools.lru_cache(maxsize=64)
-def _file_base64(path: str) -> str:
-    # Cached: every run of every case resends the same attachment.
-    try:
-        return base64.b64encode(Path(path).read_bytes()).decode("ascii")
-    except OSError as exc:
-        raise TargetError(f"cannot read attachment {path}: {exc.strerror or exc}") from None
-
-
-def _data_url(part: dict[str, Any]) -> str:
-    """The part's content as a URL: a data URL for a local file or inline data, else its URL."""
-    mime = part.get("mime") or "application/octet-stream"
-    if part.get("path"):
-        return f"data:{mime};base64,{_file_base64(part['path'])}"
-    if part.get("data"):
-        return f"data:{mime};base64,{part['data']}"
-    url = part.get("url") or part.get("source")
-    if not url:
-        raise TargetError(f"a {part.get('type')} part has no source, url or data")
-    return str(url)
-
-
 def _part(part: dict[str, Any]) -> dict[str, Any]:
     kind = part.get("type")
     if kind == "text":
         return {"type": "text", "text": part.get("text", "")}
-    url = _data_url(part)
+    url = part_url(part)
     if kind == "image":
         return {"type": "image_url", "image_url": {"url": url}}
     if kind == "audio":

@@ -12,7 +12,6 @@ import base64
 import urllib.parse
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, convert_to_messages
@@ -56,10 +55,7 @@ def _block(part: dict[str, Any]) -> dict[str, Any]:
     mime = part.get("mime")
     source = part.get("url") or part.get("source")
     if part.get("path"):  # a file:// part, resolved by the loader
-        try:
-            block["base64"] = base64.b64encode(Path(part["path"]).read_bytes()).decode("ascii")
-        except OSError as exc:
-            raise TargetError(f"cannot read attachment {part['path']}: {exc.strerror or exc}") from None
+        block["base64"] = base64.b64encode(Message.part_bytes(part) or b"").decode("ascii")
     elif part.get("data"):
         block["base64"] = part["data"]
     elif isinstance(source, str) and source.startswith("data:"):

@@ -8,7 +8,6 @@ function, which runs only once the user's code has imported the SDK.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping
@@ -65,9 +64,9 @@ def _part(part: dict[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return {"type": "input_text", "text": part.get("text", "")}
     if kind == "image":
-        return {"type": "input_image", "image_url": _url(part), "detail": "auto"}
+        return {"type": "input_image", "image_url": Message.part_url(part), "detail": "auto"}
     if kind == "file":
-        url = _url(part)
+        url = Message.part_url(part)
         name = part.get("name") or (Path(part["path"]).name if part.get("path") else None)
         file: dict[str, Any] = {"type": "input_file"}
         if url.startswith("data:"):
@@ -78,23 +77,6 @@ def _part(part: dict[str, Any]) -> dict[str, Any]:
             file["filename"] = name
         return file
     raise TargetError(f"the OpenAI Agents SDK takes text, image and file parts, not a {kind!r} part")
-
-
-def _url(part: dict[str, Any]) -> str:
-    """A local file (``path``, resolved by the loader) or inline ``data`` as a data URL."""
-    mime = part.get("mime") or "application/octet-stream"
-    if part.get("path"):
-        try:
-            data = base64.b64encode(Path(part["path"]).read_bytes()).decode("ascii")
-        except OSError as exc:
-            raise TargetError(f"cannot read attachment {part['path']}: {exc.strerror or exc}") from None
-        return f"data:{mime};base64,{data}"
-    if part.get("data"):
-        return f"data:{mime};base64,{part['data']}"
-    url = part.get("url") or part.get("source")
-    if not url:
-        raise TargetError(f"a {part.get('type')} part has no source, url or data")
-    return str(url)
 
 
 # -- a run's items out -------------------------------------------------------------------------

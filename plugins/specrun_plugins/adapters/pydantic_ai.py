@@ -15,10 +15,7 @@ tool the agent used: it is left out.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from specrun.plugin import Adapter, Context, Message, Response, Session, TargetError, ToolCall, Usage, run_blocking
@@ -191,17 +188,7 @@ def user_content(message: Message) -> Any:
         url = str(part.get("url") or part.get("source") or "")
         if kind == "text":
             content.append(str(part.get("text", "")))
-        elif part.get("path"):
-            try:
-                data = Path(part["path"]).read_bytes()
-            except OSError as exc:
-                raise TargetError(f"cannot read attachment {part['path']}: {exc.strerror or exc}") from None
-            content.append(BinaryContent(data, media_type=mime or "application/octet-stream"))
-        elif part.get("data"):
-            try:
-                data = base64.b64decode(str(part["data"]), validate=True)
-            except binascii.Error:
-                raise TargetError(f"a {kind} part's data is not base64") from None
+        elif (data := Message.part_bytes(part)) is not None:  # a local file or inline data
             content.append(BinaryContent(data, media_type=mime or "application/octet-stream"))
         elif url.startswith("data:"):
             content.append(BinaryContent.from_data_uri(url))

@@ -14,7 +14,6 @@ it fails unless the task completed (see the ``state`` assertion). ``pip install
 from __future__ import annotations
 
 import asyncio
-import base64
 import importlib.util
 import time
 import uuid
@@ -229,10 +228,8 @@ def _a2a_message(message: Message, context_id: str, task_id: str | None) -> Any:
     for attachment in message.attachments:
         mime = str(attachment.get("mime") or "")
         name = str(attachment.get("name") or Path(str(attachment.get("path", ""))).name)
-        if "path" in attachment:
-            parts.append(Part(raw=Path(attachment["path"]).read_bytes(), media_type=mime, filename=name))
-        elif "data" in attachment:
-            parts.append(Part(raw=base64.b64decode(attachment["data"]), media_type=mime, filename=name))
+        if (raw := Message.part_bytes(attachment)) is not None:  # a local file or inline data
+            parts.append(Part(raw=raw, media_type=mime, filename=name))
         elif attachment.get("url") or attachment.get("source"):
             parts.append(Part(url=str(attachment.get("url") or attachment.get("source")), media_type=mime))
     made = A2aMessage(role=Role.ROLE_USER, parts=parts, message_id=str(uuid.uuid4()), context_id=context_id)
