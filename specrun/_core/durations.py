@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
@@ -28,3 +30,16 @@ def format_duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f}s"
     return f"{seconds / 60:.1f}m"
+
+
+def seconds_limit(limits: Mapping[str, Any]) -> dict[str, Any]:
+    """``limits`` (a case's or ``specrun.yaml``'s ``limits:``) with ``seconds`` as a number of
+    seconds: it may be written as a duration (``30s``). A bad one is left as it is, for the
+    schema to report."""
+    seconds = limits.get("seconds")
+    if isinstance(seconds, str):
+        try:
+            return {**limits, "seconds": parse_duration(seconds)}
+        except ValueError:
+            pass
+    return limits if isinstance(limits, dict) else dict(limits)  # no copy per case

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core.data import DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT, Assertion, format_duration, parse_duration
+from .._core.durations import seconds_limit
 from .._core.errors import UsageError
 from .._core.kinds import AssertionType
 from .._project.registry import Registry
@@ -161,25 +162,16 @@ def generated_problems(
     if case.get("max_turns", 0) > limits.max_turns:
         turns = f"{case['max_turns']}, above the run's {limits.max_turns}"
         yield ["max_turns"], f"{who} may not raise max_turns to {turns}: {tighten}"
-    for key, given in (case.get("limits") or {}).items():
-        value, run_limit = _limit(given), _limit(limits.case_limits.get(key))
-        if isinstance(value, int | float) and run_limit is not None and value > run_limit:
+    run_limits = seconds_limit(limits.case_limits)
+    for key, value in seconds_limit(case.get("limits") or {}).items():
+        run_limit = run_limits.get(key)
+        if isinstance(value, int | float) and isinstance(run_limit, int | float) and value > run_limit:
             raised = f"limits.{key} to {value:g}, above the run's {run_limit:g}"
             yield ["limits", key], f"{who} may not raise {raised}: {tighten}"
     gate = 100.0 if limits.min_pass_rate is None else limits.min_pass_rate
     if case.get("min_pass_rate", gate) < gate:
         lowered = f"{case['min_pass_rate']:g}%, below the run's {gate:g}%"
         yield ["min_pass_rate"], f"{who} may not lower its pass-rate gate to {lowered}: {tighten}"
-
-
-def _limit(value: Any) -> Any:
-    """A limit as a number: ``seconds`` may be a duration (a bad one is reported by the schema)."""
-    if isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except ValueError:
-            return None
-    return value
 
 
 def checkpoint_problems(checkpoints: list[dict[str, Any]]) -> Iterator[tuple[list[Any], str]]:

@@ -22,7 +22,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._core.data import Response, Status, Usage, parse_duration
+from .._core.data import Response, Status, Usage
+from .._core.durations import seconds_limit
 from .._core.kinds import Check
 from .._core.results import Result
 from .._project.registry import Registry
@@ -45,10 +46,7 @@ class LimitUnknown(Exception):
 def case_limits(case_limits: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, float]:
     """The limits of a case: its own (defaults merged) over ``specrun.yaml``'s; ``seconds`` may
     be a duration (``30s``), checked by the schema."""
-    limits = {**(config.get("limits") or {}), **case_limits}
-    if isinstance(limits.get("seconds"), str):
-        limits["seconds"] = parse_duration(limits["seconds"])
-    return limits
+    return seconds_limit({**(config.get("limits") or {}), **case_limits})
 
 
 def _number(value: float) -> str:
