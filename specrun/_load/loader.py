@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-import jsonschema_rs
-
 from .._core.data import (
     MISSING,
     Case,
@@ -39,7 +37,7 @@ from .case_rules import (
 from .discovery import find_suite_files
 from .documents import Document, DocumentError, Record, parse
 from .problems import describe_schema_error, display_path, duration_problem, pointer
-from .schemas import compose
+from .schemas import case_schema, compose, validator
 
 
 class Loader:
@@ -60,8 +58,8 @@ class Loader:
         self.limits = limits or GeneratedLimits()
         self.visit = visit
         self.schema = compose(registry)
-        self._suite = jsonschema_rs.Draft202012Validator(self.schema)
-        self._case = jsonschema_rs.Draft202012Validator({"$ref": "#/$defs/case", "$defs": self.schema["$defs"]})
+        self._suite = validator(self.schema)
+        self._case = validator(case_schema(registry))
         self._loaded: set[Path] = set()
         self.skipped: list[tuple[Path, str]] = []  # what load passed over, and why (for -v)
 
@@ -491,7 +489,7 @@ def load_mapping_file(path: Path, schema: dict[str, Any], empty_ok: bool = False
     except DocumentError as exc:
         raise SuiteError([exc.problem]) from None
     problems = []
-    for error in jsonschema_rs.Draft202012Validator(schema).iter_errors(data):
+    for error in validator(schema).iter_errors(data):
         for where, message, at_key in describe_schema_error(error, schema, data):
             line, col = record.position(where, at_key)
             problems.append(Problem(display, line, col, message, pointer(where)))

@@ -1,12 +1,22 @@
-"""Load the shipped JSON Schemas and fill their plugin slots from what is installed."""
+"""Load the shipped JSON Schemas and fill their plugin slots from what is installed.
+
+A composed schema, and the validator compiled from it, is made once per set of installed
+classes and shared: a run reads its agent files and specrun.yaml against schemas composed from
+the same registry, and a process that runs specrun again (the pytest plugin, the Python API,
+the tests) has the same classes too. Composing and compiling took 3 ms each time. What these
+functions return is shared, so it is never modified.
+"""
 
 from __future__ import annotations
 
 import copy
 import functools
 import json
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
+
+import jsonschema_rs
 
 from .._project.registry import Registry
 
@@ -49,8 +59,45 @@ def _typed_slot(label: str, classes: dict[str, Any], envelope: dict[str, Any]) -
     return slot
 
 
+# What the composed schemas depend on: the classes of the kinds that fill a slot.
+_SLOTS = ("assertion", "target", "simulator", "executor")
+_MADE_AT_MOST = 16  # schemas (and validators) kept; more are made again when asked for
+_made: dict[tuple[Any, ...], Any] = {}
+_validators: dict[int, tuple[Any, Any]] = {}
+
+
+def _made_once(name: str, registry: Registry | None, make: Callable[[], Any]) -> Any:
+    """What ``make()`` returns for ``name`` and the classes ``registry`` holds, made once."""
+    key = (name, None if registry is None else tuple(tuple(registry.classes(k).items()) for k in _SLOTS))
+    if key not in _made:
+        if len(_made) >= _MADE_AT_MOST:
+            _made.clear()
+        _made[key] = make()
+    return _made[key]
+
+
+def validator(schema: dict[str, Any]) -> Any:
+    """The compiled validator of ``schema``, compiled once while it is kept (the schema itself is
+    held with it, so that no other schema can take its ``id``)."""
+    held = _validators.get(id(schema))
+    if held is None or held[0] is not schema:
+        if len(_validators) >= _MADE_AT_MOST:
+            _validators.clear()
+        held = _validators[id(schema)] = (schema, jsonschema_rs.Draft202012Validator(schema))
+    return held[1]
+
+
 def compose(registry: Registry) -> dict[str, Any]:
     """The suite schema with its assertion, target and simulator slots filled from ``registry``."""
+    return _made_once("suite", registry, lambda: _compose(registry))
+
+
+def case_schema(registry: Registry) -> dict[str, Any]:
+    """One case's schema: the suite schema's ``case``, with its definitions."""
+    return _made_once("case", registry, lambda: {"$ref": "#/$defs/case", "$defs": compose(registry)["$defs"]})
+
+
+def _compose(registry: Registry) -> dict[str, Any]:
     schema = copy.deepcopy(shipped("suite"))
     schema["else"]["x-expect"] = "a list of cases or a mapping with 'cases'"
     defs = schema["$defs"]
@@ -72,6 +119,10 @@ def compose(registry: Registry) -> dict[str, Any]:
 
 def agent_schema(registry: Registry) -> dict[str, Any]:
     """The agent-file schema, self-contained (the suite schema's defs inlined)."""
+    return _made_once("agent", registry, lambda: _agent_schema(registry))
+
+
+def _agent_schema(registry: Registry) -> dict[str, Any]:
     schema = copy.deepcopy(shipped("agent"))
     schema["$defs"] = compose(registry)["$defs"]
     schema["properties"]["target"] = {"$ref": "#/$defs/target_ref"}
@@ -81,6 +132,10 @@ def agent_schema(registry: Registry) -> dict[str, Any]:
 def config_schema(registry: Registry | None = None) -> dict[str, Any]:
     """The project-config schema, self-contained, its ``executor`` slot filled from ``registry``
     (without one: any executor name or mapping)."""
+    return _made_once("config", registry, lambda: _config_schema(registry))
+
+
+def _config_schema(registry: Registry | None) -> dict[str, Any]:
     schema = copy.deepcopy(shipped("config"))
     suite = shipped("suite")["$defs"]
     schema["$defs"] = {"duration": suite["duration"], "limits": suite["limits"]}
