@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,21 +40,21 @@ _OURS = _folders(*(str(_REPO / p) for p in ("specrun", "plugins", "schemas", "te
 
 
 # The modules already found to be nobody's project (ours, installed, built in): once litellm is
-# loaded sys.modules holds thousands, and every call would look at each of them twice again.
-_NEVER: weakref.WeakValueDictionary[str, ModuleType] = weakref.WeakValueDictionary()
+# loaded sys.modules holds thousands, and every call would look at each of them twice again. A
+# plain dict: a weak one's lookups, 20 million over the session, took more than a second.
+_NEVER: dict[str, ModuleType] = {}
 
 
 def _project_modules(folders: tuple[str, ...]) -> list[str]:
     """Modules imported from ``folders``: the agents and hooks of projects, which a new
     ``specrun`` process has not imported (two projects may each have a ``bot.py``)."""
-    found = []
+    found, never = [], _NEVER
     for name, module in sys.modules.copy().items():  # one step: a thread may be importing
-        if _NEVER.get(name) is module:
+        if never.get(name) is module:
             continue
         file = str(getattr(module, "__file__", "") or "")
         if not file or file.startswith(_OURS):
-            with contextlib.suppress(TypeError):  # an entry that is no module may not take a weak reference
-                _NEVER[name] = module
+            never[name] = module
         elif file.startswith(folders):
             found.append(name)
     return found
