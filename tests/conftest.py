@@ -19,8 +19,11 @@ from specrun._models import litellm_route as providers
 _REPO = Path(__file__).resolve().parents[1]
 
 # The pytest runs tests start (pytester's and child processes) skip langsmith's plugin too: it
-# comes with langchain-core and imports 1.2 s of langsmith into every pytest start.
-os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:langsmith_plugin"]))
+# comes with langchain-core and imports 1.2 s of langsmith into every pytest start. And anyio's,
+# as pyproject.toml's addopts do (their projects have none): its trio backend was imported and
+# its assertions rewritten again for each.
+SKIPPED_PLUGINS = "-p no:langsmith_plugin -p no:anyio"
+os.environ["PYTEST_ADDOPTS"] = " ".join(filter(None, [os.environ.get("PYTEST_ADDOPTS"), SKIPPED_PLUGINS]))
 
 # What the tests leave (litellm's modules among them) dies with the process; frozen as it exits,
 # it is not swept first: 4 s at the end of every test process that imported litellm.
@@ -95,9 +98,9 @@ def _not_in_a_github_job(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytest's own, with langsmith's plugin left out of the runs it makes as above: pytester
+    """pytest's own, with langsmith's and anyio's plugins left out of the runs it makes as above: pytester
     clears PYTEST_ADDOPTS, and each run (xdist's workers too) then imported langsmith again.
     What is alive is frozen first: an in-process run ends with pytest's own full collections."""
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin")
+    monkeypatch.setenv("PYTEST_ADDOPTS", SKIPPED_PLUGINS)
     gc.freeze()
     return pytester
