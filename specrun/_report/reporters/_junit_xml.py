@@ -166,4 +166,3 @@ def write(report: Report, out: IO[str], limit: int) -> None:
             out.write("    " + ET.tostring(el, encoding="unicode") + "\n")
         out.write("  </testsuite>\n")
     out.write("</testsuites>\n")
-
