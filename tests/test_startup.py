@@ -87,6 +87,7 @@ def test_help_does_not_import_litellm(tmp_path: Path) -> None:
     assert "validate" in result.stdout
     assert not _litellm(modules)
     assert not [m for m in modules if m.startswith(PLUGIN_MODULES)]
+    assert "asyncio" not in modules  # no command runs
 
 
 def test_validate_does_not_import_litellm(suite: Path) -> None:
@@ -132,3 +133,5 @@ def test_a_run_whose_match_only_scores_does_not_import_litellm(tmp_path: Path) -
     # The python target asked the adapters about a function: none imports its framework for that.
     assert not modules & {"langgraph", "langchain_core"}
     assert not [m for m in modules if m.startswith(("opentelemetry", "specrun._traces"))], "traces are off"
+    # Its console is a pipe: no rich; and no writer of a report it did not ask for (JUnit's XML).
+    assert not modules & {"rich", "rich.console", "xml.etree.ElementTree", "xml.sax.saxutils"}

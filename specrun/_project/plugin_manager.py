@@ -8,7 +8,7 @@ import os
 import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import Distribution, entry_points
 from types import ModuleType
 from typing import Any
 
@@ -94,8 +94,13 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
     blocked = blocked_names()
     infos: list[PluginInfo] = []
     if use_entry_points:
+        # Each distribution's name and version parsed once: ``ep.dist.name`` parses METADATA anew.
+        named: dict[Distribution, tuple[str, str]] = {}
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            dist = ep.dist.name if ep.dist else None
+            if ep.dist is not None and ep.dist not in named:
+                meta = ep.dist.metadata
+                named[ep.dist] = (meta["Name"], meta["Version"])
+            dist, version = named[ep.dist] if ep.dist is not None else (None, None)
             if ep.name in blocked or (dist and dist in blocked):
                 pm.set_blocked(ep.name)
                 continue
@@ -105,7 +110,7 @@ def get_plugin_manager(extra: list[Any] | None = None, use_entry_points: bool = 
                 raise PluginError(
                     f"plugin {ep.name!r} from distribution {dist or '?'} failed to import: {type(exc).__name__}: {exc}"
                 ) from exc
-            info = PluginInfo(ep.name, dist, ep.dist.version if ep.dist else None)
+            info = PluginInfo(ep.name, dist, version)
             _register(pm, module, info)
             infos.append(info)
     for plugin in extra or []:

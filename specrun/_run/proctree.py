@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -39,6 +38,8 @@ def become_subreaper() -> bool:
         _subreaper = False
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
+                import ctypes  # a process agent's only: every plugin imports this module
+
                 libc = ctypes.CDLL(None, use_errno=True)
                 _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
         atexit.register(kill_all)

@@ -290,10 +290,10 @@ class RunSession:
     def _durations(self, case_ids: list[str]) -> dict[str, float]:
         """Past mean durations (ms) from the run history, which balance ``--shard``; none with
         ``--no-history``, or when there is no usable history."""
-        from .._history.store import History, HistoryError
-
         if not self.request.history:
             return {}
+        from .._history.store import History, HistoryError
+
         try:
             history = History.open(self.project.root, self.project.config)
         except HistoryError:
@@ -308,9 +308,11 @@ class RunSession:
     def _recorder(self, plan: Plan, jobs: Jobs, stream: Path) -> object | None:
         """The run's recorder into the project's run history (None when it is off), with the
         jobs of cases flaky in that history marked; a history that cannot be used is bad input."""
-        from .._history.store import History, settings
+        if not self.request.history:
+            return None
+        from .._history.store import History, settings  # sqlite3: not for --no-history
 
-        if not self.request.history or settings(self.project.root, self.project.config).path is None:
+        if settings(self.project.root, self.project.config).path is None:
             return None
         from .._history.recording import HistoryRecorder, mark_flaky
         from .._history.revision import agent_revisions

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections import Counter
@@ -44,6 +43,8 @@ def command(
     Exit 0; 1 below --min-kappa; 2 for a bad labels file (file:line: an unknown case, a missing
     field, a label that is not pass/fail). The workflow: docs/models.md.
     """
+    import asyncio
+
     result = asyncio.run(_calibrate(list(suites), labels_file, no_cache))
     if as_json:
         from .._core.redact import redact

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import gc
 import importlib.util
 import io
@@ -84,6 +83,8 @@ class SpecrunGroup(click.Group):
             return args
         word = args[0] if args else ""
         if word and not word.startswith("-") and ":" not in word and not os.path.exists(word):
+            import difflib
+
             close = difflib.get_close_matches(word, self.list_commands(ctx), n=1)
             if close:
                 ctx.fail(f"No such command {word!r}. Did you mean {close[0]!r}?")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,9 @@ def command(streams: tuple[Path, ...], outputs: tuple[str, ...]) -> None:
     Exit codes as for a run: 0 all passed, 1 a case failed or errored, 3 incomplete, 130
     interrupted. Example: specrun merge shard-*.jsonl -o report.json -o report.xml
     """
+    import asyncio
+    import tempfile
+
     from .._core.errors import ReportError
     from .._history.merge import merge
     from .._project.plugin_manager import default_plugins

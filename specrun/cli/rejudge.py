@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,8 @@ def command(stream: str, suites: tuple[str, ...], **flags: Any) -> None:
     (not rejudged); one that STREAM does not have is not run, and listed.
     With no SUITES, those of specrun.yaml. Exit codes as `specrun run`'s; 2 for a bad STREAM.
     """
+    import asyncio
+
     from .._report.outputs import OutputLocks
     from .run import _loop_factory, _project_suites
 

@@ -12,12 +12,12 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import jmespath
-from jmespath.exceptions import JMESPathError
+from typing import TYPE_CHECKING, Any
 
 from specrun.plugin import MISSING
+
+if TYPE_CHECKING:
+    from jmespath.exceptions import JMESPathError
 
 _KEY = r"[^\W\d][\w-]*|\d+"
 _DOTTED = re.compile(rf"\.({_KEY})")
@@ -97,6 +97,9 @@ def compile_path(path: str) -> JsonPath:
     expression = to_jmespath(path)
     if steps is not None:
         return JsonPath(path, expression, steps)
+    import jmespath  # here: a run whose paths are all simple never imports it
+    from jmespath.exceptions import JMESPathError
+
     try:
         return JsonPath(path, expression, compiled=jmespath.compile(expression))
     except JMESPathError as exc:

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 from ..._core.data import Assertion
 from ..._core.errors import EvaluationError
 from ..._core.kinds import AssertionType, Check, Verdict
-from ..snapshots import Snapshot
 
 
 def _same(golden: Any, output: Any) -> bool:
@@ -62,6 +61,8 @@ class SnapshotAssertion(AssertionType):
     }
 
     async def evaluate(self, assertion: Assertion, check: Check) -> Verdict:
+        from ..snapshots import Snapshot  # its storage: imported by a run that has a snapshot
+
         case = check.case
         if case.suite is None:
             raise EvaluationError("a snapshot needs a suite file to keep its approved output beside")
