@@ -115,8 +115,23 @@ def _traceback() -> None:
     click.echo(redact(traceback.format_exc()), err=True, nl=False)
 
 
+def _standard_streams_open() -> None:
+    """A closed stdin, stdout or stderr (``specrun ... >&-``) is opened onto /dev/null: else the
+    next file the run opened took its number, and the event loop, closing that file as the run
+    ended, aborted the process (exit 134) after the reports were written."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: fd, if those before are open
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; errors become a message and an exit code, never a traceback (unless --debug)."""
+    _standard_streams_open()
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SPECRUN_DEBUG"))
     try:

@@ -228,6 +228,16 @@ def test_an_agent_that_closes_sys_stdout_silences_nothing(tmp_path):
     assert "❌ 1 FAILED, 40 PASSED" in proc.stdout
 
 
+def test_a_run_started_with_its_standard_streams_closed_still_passes(tmp_path):
+    """``specrun ... >&- 2>&- <&-`` (a daemon, a cron line): the files the run opened took the
+    numbers 0-2, and the event loop, closing one of them at the end, aborted the process (134)."""
+    root = _project(tmp_path / "p", [{"id": "a", "input": "hi", "assertions": FINE}])
+    closed = 'exec "$0" "$@" <&- >&- 2>&-'
+    proc = subprocess.run(["sh", "-c", closed, SPECRUN, "suite.jsonl", "-o", "r.jsonl"], cwd=root, timeout=120)
+    assert proc.returncode == 0
+    assert [r["status"] for r in _results(root / "r.jsonl")] == ["passed"]
+
+
 class _Breaks:
     """A plugin of the run in the console's place, that fails on its third result."""
 
