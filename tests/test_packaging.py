@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,23 +36,32 @@ ENGINE_PLUGINS = {  # the engine's own plugins, in its rooms: an entry point eac
 }
 
 def _build(folder: Path) -> list[str]:
-    """``python -m build --wheel`` of a copy of the source tree, into ``folder/dist``."""
+    """``python -m build --wheel`` of a copy of the source tree, into ``folder/dist``; then the
+    wheel installed from there (``pip install --target``) into ``folder/site``."""
     shutil.copytree(ROOT, folder / "src", ignore=IGNORE)
-    return [sys.executable, "-m", "build", "--wheel", "--outdir", str(folder / "dist"), str(folder / "src")]
+    build = [sys.executable, "-m", "build", "--wheel", "--outdir", str(folder / "dist"), str(folder / "src")]
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(folder / "site")]
+    return ["sh", "-c", f"{shlex.join(build)} && {shlex.join(install)} {shlex.quote(str(folder / 'dist'))}/*.whl"]
 
 
-# Started when collection finishes (tests/support/background.py): the build's 2 s overlap the
-# tests before these.
+# Started when collection finishes (tests/support/background.py): the build's 2 s and the
+# install's 1 s overlap the tests before these.
 BUILD = Job(__name__, "wheel", _build)
 
 
 @pytest.fixture(scope="module")
-def wheel() -> Path:
+def built() -> Path:
+    """The folder of the built wheel (``dist``) and of its installation (``site``)."""
     result = BUILD.result(timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert BUILD.folder is not None
-    [built] = (BUILD.folder / "dist").glob("specrun-*.whl")
-    return built
+    return BUILD.folder
+
+
+@pytest.fixture(scope="module")
+def wheel(built: Path) -> Path:
+    [found] = (built / "dist").glob("specrun-*.whl")
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +127,10 @@ def test_wheel_metadata_declares_the_script_and_every_family(wheel: Path, names:
     assert "Requires-Python: >=3.11" in meta
 
 
-def test_wheel_install_behaves_like_the_editable_one(wheel: Path, tmp_path: Path) -> None:
+def test_wheel_install_behaves_like_the_editable_one(built: Path, tmp_path: Path) -> None:
     """Installed from the wheel (ahead of the editable install on the path): same plugins, and
     the example suites validate."""
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-         str(wheel)],
-        check=True, capture_output=True, timeout=300,
-    )
+    site = built / "site"
     env = {k: v for k, v in os.environ.items() if k != "SPECRUN_DISABLE_PLUGINS"}
     wheel_env = {**env, "PYTHONPATH": str(site)}
     plugins = "from specrun.cli.main import main; main(['plugins', '--json'])"
