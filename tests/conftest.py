@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import compileall
+import contextlib
 import gc
+import importlib
 import os
 import sys
 import threading
@@ -48,20 +50,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     background.start_wanted(session, first=lambda: fresh_run.start_if_selected(session))
     tests = [item for item in session.items if isinstance(item, pytest.Function)]
-    if any(getattr(item.module, "IMPORTS_LITELLM", False) for item in tests):
-        # This process imports litellm for these tests anyway (3 s): in specrun's own
-        # background thread, as a run that needs a model does, it overlaps the tests before.
-        # The collector waits for it: each full collection during the import walked all that
-        # it had made so far, 2-4 s in all. Imported, what it made is swept once and frozen.
+    litellm = any(getattr(item.module, "IMPORTS_LITELLM", False) for item in tests)
+    # The frameworks the selected tests' modules import (their PRELOADS), in the order they run.
+    frameworks = list(dict.fromkeys(name for item in tests for name in getattr(item.module, "PRELOADS", ())))
+    if litellm or frameworks:
+        # This process imports litellm (3 s) and these frameworks (0.4-1 s each) for these
+        # tests anyway: in a background thread (litellm's in specrun's own, as a run that needs
+        # a model does) they are imported while the tests wait for their processes and servers.
+        # The collector waits for them: each full collection during the imports walked all
+        # they had made so far, 2-4 s in all. Imported, what they made is swept once and frozen.
         gc.disable()
-        providers.preload()
-        threading.Thread(target=_freeze_once_imported, name="litellm-freeze", daemon=True).start()
+        if litellm:
+            providers.preload()
+        threading.Thread(target=_import_then_freeze, args=(frameworks,), name="preload", daemon=True).start()
 
 
-def _freeze_once_imported() -> None:
+def _import_then_freeze(frameworks: list[str]) -> None:
     thread = providers._preload_thread
     if thread is not None:
         thread.join()
+    for name in frameworks:
+        with contextlib.suppress(Exception):  # a test that imports it sees the error itself
+            importlib.import_module(name)
     gc.collect()
     gc.freeze()
     gc.enable()

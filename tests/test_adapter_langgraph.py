@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from support.cli import run_cli
 
+# Imported in the background from the start (tests/conftest.py): LangGraph (with LangChain), 0.4 s.
+PRELOADS = ("langgraph.prebuilt",)
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "langgraph"
 
 GRAPHS = '''\

@@ -28,6 +28,9 @@ from support.llm_server import LLMServer
 
 from specrun import Context, Message, TargetError
 
+# Imported in the background from the start (tests/conftest.py): the OpenAI Agents SDK, 1 s.
+PRELOADS = ("agents",)
+
 if TYPE_CHECKING:  # the SDK and openai are imported by the tests that use them: collection pays 1-2 s else
     from openai.types.chat import ChatCompletion
 

@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from support.cli import run_cli
 
+# Imported in the background from the start (tests/conftest.py): pydantic-ai, 0.6 s.
+PRELOADS = ("pydantic_ai",)
+
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTER = ROOT / "plugins" / "specrun_plugins" / "adapters" / "pydantic_ai.py"
 

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 from support.cli import run_cli
 
+# Imported in the background from the start (tests/conftest.py): the mcp SDK, 0.5 s.
+PRELOADS = ("mcp",)
+
 AGENT = Path(__file__).parent / "agents" / "mcp_mocked_agent.py"
 
 

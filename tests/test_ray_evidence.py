@@ -19,6 +19,9 @@ from support.cli import run_cli
 from support.modules import AGENTS
 from support.ray_cluster import joined
 
+# Imported in the background from the start (tests/conftest.py): Ray, 0.4 s.
+PRELOADS = ("ray",)
+
 # Last, as the other ray module: a cluster and its workers take a core while they start.
 pytestmark = pytest.mark.order("last")
 

@@ -17,6 +17,9 @@ from support.llm_server import LLMServer
 from support.ray_cluster import joined
 from test_merge import without_timing
 
+# Imported in the background from the start (tests/conftest.py): Ray, 0.4 s.
+PRELOADS = ("ray",)
+
 # Last: a Ray cluster and its workers take the machine's cores for a minute, which would starve
 # the timing tests of the other pytest-xdist worker.
 pytestmark = pytest.mark.order("last")

@@ -13,6 +13,9 @@ from support.asgi import flooding, serving
 from support.cli import run_cli
 from support.modules import agent_module
 
+# Imported in the background from the start (tests/conftest.py): the mcp SDK, 0.5 s.
+PRELOADS = ("mcp",)
+
 AGENTS = Path(__file__).parent / "agents"
 TOOLS = str(AGENTS / "mcp_tools.py")
 FLOOD = str(AGENTS / "mcp_flood.py")
