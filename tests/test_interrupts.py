@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.cli import at_once
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -136,17 +138,35 @@ def test_second_ctrl_c_exits_at_once(tmp_path):
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("function", ["blocking", "to_thread"])
-def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path, function):
-    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], function)
+HUNG = ("blocking", "to_thread")
+
+
+def hung_run(tmp_path: Path, function: str) -> tuple[float, int, dict[str, dict]]:
+    """A run whose ``function`` agent hangs past its case's timeout: how long it took to end,
+    its exit code and its results."""
+    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "200ms"}, {"id": "fine", "input": "0"}], function)
     started = time.monotonic()
     proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
     try:
         proc.communicate(timeout=30)
     finally:
         proc.kill()  # a run that did hang must not outlive the test (its agent sleeps an hour)
-    assert time.monotonic() - started < 15
-    results = {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
-    assert results["stuck"]["error"] == "timeout after 300ms"
+    took = time.monotonic() - started
+    return took, proc.returncode, {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
+
+
+@pytest.fixture(scope="module")
+def hung(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float, int, dict[str, dict]]]:
+    """A run per hung agent, each a process of its own (one's way of ending must not hide the
+    other's), both at once: the tests only read them."""
+    runs = at_once(*(functools.partial(hung_run, tmp_path_factory.mktemp(f), f) for f in HUNG))
+    return dict(zip(HUNG, runs, strict=True))
+
+
+@pytest.mark.parametrize("function", HUNG)
+def test_hung_sync_agent_does_not_keep_the_run_from_exiting(hung, function):
+    took, returncode, results = hung[function]
+    assert took < 15
+    assert results["stuck"]["error"] == "timeout after 200ms"
     assert results["fine"]["status"] == "passed"
-    assert proc.returncode == 1
+    assert returncode == 1
