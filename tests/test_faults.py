@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import at_once
 from support.llm_server import LLMServer
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
@@ -143,7 +145,9 @@ def test_every_http_fault_errors_only_its_case(tmp_path, server):
     assert (summary["passed"], summary["errors"], summary["not_run"]) == (6, 8, 0)
 
 
-def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
+def limited_run(folder: Path, agent_extra: str) -> tuple[subprocess.CompletedProcess, dict[str, dict], Counter[str]]:
+    """A run against a server answering each ``flaky`` input 429 the first time, ``broken``
+    503 always: the run, its results and how often the server saw each input."""
     seen: Counter[str] = Counter()
     lock = threading.Lock()
 
@@ -158,21 +162,26 @@ def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
             return {"status": 503, "headers": {"retry-after": "0"}}
         return {"content": f"echo: {text}"}
 
+    folder.mkdir()
     with LLMServer(once_limited) as server:
         cases = [{"id": f"flaky{i}", "input": f"flaky{i}"} for i in range(4)] + [{"id": "broken", "input": "broken"}]
-        project(tmp_path, server.base_url, cases)
-        proc, _ = run(tmp_path, "--parallel", "5")
-        got = results(tmp_path)
-        assert proc.returncode == 1 and {r["status"] for r in got.values()} == {"error"}  # no retries by default
-        seen.clear()
-        project(tmp_path, server.base_url, cases, "  retries: 2\n")
-        proc, _ = run(tmp_path, "--parallel", "5")
-        got = results(tmp_path)
-    assert [got[f"flaky{i}"]["status"] for i in range(4)] == ["passed"] * 4
+        project(folder, server.base_url, cases, agent_extra)
+        proc, _ = run(folder, "--parallel", "5")
+    return proc, results(folder), seen
+
+
+def test_retries_opt_in_turns_a_429_then_200_into_a_pass(tmp_path):
+    # Both runs at once, each with a server of its own: two processes one after the other cost twice.
+    (proc, got, _), (retried, got_retried, seen) = at_once(
+        functools.partial(limited_run, tmp_path / "default", ""),
+        functools.partial(limited_run, tmp_path / "retries", "  retries: 2\n"),
+    )
+    assert proc.returncode == 1 and {r["status"] for r in got.values()} == {"error"}  # no retries by default
+    assert [got_retried[f"flaky{i}"]["status"] for i in range(4)] == ["passed"] * 4
     assert seen["flaky0"] == 2  # one 429, one answer
-    assert got["broken"]["status"] == "error" and got["broken"]["error"].startswith("HTTP 503 from ")
+    assert got_retried["broken"]["status"] == "error" and got_retried["broken"]["error"].startswith("HTTP 503 from ")
     assert seen["broken"] == 3  # the first try and two retries
-    assert proc.returncode == 1
+    assert retried.returncode == 1
 
 
 CRASHES = {
