@@ -36,7 +36,7 @@ def good(messages, ctx):
     if "weather" in text:
         return Response("It is sunny", tool_calls=[ToolCall("get_weather", {"city": "Paris"}, {"temp": 21})])
     if "France" in text:
-        time.sleep(0.3 if broken else 0.0)
+        time.sleep(0.2 if broken else 0.0)  # slower: by 100 ms and 25% at least (diff.py)
         return HOSTILE + " Lyon" if broken else "Paris is the capital of France"
     if "expense" in text.lower():
         return "What type of expense?"
