@@ -193,8 +193,8 @@ async def test_500_is_retried_then_succeeds(server):
 
 async def test_a_hanging_model_times_out_after_the_retries(server):
     server.script({"hang": True}, {"hang": True})
-    client = client_for(server, timeout=0.1, retries=1)
-    with pytest.raises(EvaluationError, match=r"timed out after 0.1s") as info:
+    client = client_for(server, timeout=0.2, retries=1)
+    with pytest.raises(EvaluationError, match=r"timed out after 0.2s") as info:
         await client.complete(USER)
     assert isinstance(info.value, ModelError) and info.value.attempts == 2
     assert "after 2 attempts" in str(info.value)
