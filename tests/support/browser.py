@@ -87,7 +87,8 @@ class Page:
     async def settled(self) -> None:
         """Until every image of the page has loaded or failed, and the handlers of those events
         (an injected ``onerror`` among them) have run: what a fixed sleep used to wait for."""
-        await self.send("Runtime.evaluate", expression=SETTLED, awaitPromise=True)
+        result = await self.send("Runtime.evaluate", expression=SETTLED, awaitPromise=True)
+        assert "exceptionDetails" not in result, result
 
     async def open(self, url: str) -> None:
         self.events.clear()
