@@ -512,7 +512,7 @@ def test_an_interrupted_run_is_recorded_whole_and_its_cut_case_is_no_failure(tmp
     while time.monotonic() < deadline:
         if (root / "out.jsonl").exists() and (root / "out.jsonl").read_text().count('"type": "result"') >= 2:
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130
     store = history(root)

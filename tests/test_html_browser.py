@@ -6,7 +6,6 @@ in a fresh page of its own and checks it through the DevTools protocol, evaluati
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -48,7 +47,7 @@ async def test_filters_hide_rows_and_hostile_output_runs_nothing(browser, report
     async with browser() as page:
         await page.open(reports["single"].as_uri())
         await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")  # render everything
-        await asyncio.sleep(0.3)
+        await page.settled()  # any image loaded or failed, its onerror run
         assert await page.js("typeof window.__pwned") == "undefined"
         assert await page.js("document.querySelectorAll('img').length") == 0
         assert await page.js("document.scripts.length") == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -10,8 +11,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+from support.cli import at_once
 
 SPECRUN = str(Path(sys.executable).with_name("specrun"))
 
@@ -95,17 +98,59 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_mid_run_keeps_every_result_and_runs_hooks(tmp_path, sig, code):
+T = TypeVar("T")
+
+
+def each_at_once(calls: dict[str, Callable[[], T]]) -> dict[str, T | Exception]:
+    """What each of ``calls`` returns (or raises), all run at once: independent processes that
+    tests only read, on every core, each test failing only for its own."""
+
+    def outcome(call: Callable[[], T]) -> T | Exception:
+        try:
+            return call()
+        except Exception as exc:
+            return exc
+
+    return dict(zip(calls, at_once(*(functools.partial(outcome, call) for call in calls.values())), strict=True))
+
+
+def ran(outcome: T | Exception) -> T:
+    """What a call of ``each_at_once`` returned; what it raised is raised again, in its test."""
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def signalled_run(tmp_path: Path, sig: signal.Signals) -> tuple[Path, subprocess.Popen, str, str]:
+    """A run in ``tmp_path`` sent ``sig`` once its quick case passed and the next three are in
+    flight: the folder, the process, and what it printed."""
     cases = [{"id": "quick", "input": "0", "after": "hooks_mod.After"}]
     cases += [{"id": f"slow{i}", "input": "60", "after": "hooks_mod.After"} for i in range(2)]
     cases += [{"id": f"queued{i}", "input": "60"} for i in range(5)]  # queued0 starts when quick ends
     project(tmp_path, cases)
     proc = start(tmp_path, "--parallel", "3", "-o", "out.jsonl", "--after", "hooks_mod.AfterAll")
-    wait_for_results(tmp_path / "out.jsonl", 1)
-    wait_for_started(tmp_path, "slow0", "slow1", "queued0")  # in flight, queued0 where quick was
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=20)
+    try:
+        wait_for_results(tmp_path / "out.jsonl", 1)
+        wait_for_started(tmp_path, "slow0", "slow1", "queued0")  # in flight, queued0 where quick was
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()  # a run that did not end must not outlive the test (its agents sleep a minute)
+    return tmp_path, proc, out, err
+
+
+@pytest.fixture(scope="module")
+def signalled(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, subprocess.Popen, str, str] | Exception]:
+    """A run per signal, each a process of its own, both at once: the tests only read them."""
+    signals = (signal.SIGINT, signal.SIGTERM)
+    return each_at_once({s.name: functools.partial(signalled_run, tmp_path_factory.mktemp(s.name), s) for s in signals})
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_mid_run_keeps_every_result_and_runs_hooks(signalled, sig, code):
+    tmp_path, proc, out, err = ran(signalled[signal.Signals(sig).name])
     assert proc.returncode == code, err
     lines = records(tmp_path / "out.jsonl")
     results = {r["id"]: r for r in lines if r["type"] == "result"}
@@ -136,17 +181,34 @@ def test_second_ctrl_c_exits_at_once(tmp_path):
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("function", ["blocking", "to_thread"])
-def test_hung_sync_agent_does_not_keep_the_run_from_exiting(tmp_path, function):
-    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "300ms"}, {"id": "fine", "input": "0"}], function)
+HUNG = ("blocking", "to_thread")
+
+
+def hung_run(tmp_path: Path, function: str) -> tuple[float, int, dict[str, dict]]:
+    """A run whose ``function`` agent hangs past its case's timeout: how long it took to end,
+    its exit code and its results."""
+    project(tmp_path, [{"id": "stuck", "input": "3600", "timeout": "200ms"}, {"id": "fine", "input": "0"}], function)
     started = time.monotonic()
     proc = start(tmp_path, "-o", "out.jsonl", "--parallel", "2")
     try:
         proc.communicate(timeout=30)
     finally:
         proc.kill()  # a run that did hang must not outlive the test (its agent sleeps an hour)
-    assert time.monotonic() - started < 15
-    results = {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
-    assert results["stuck"]["error"] == "timeout after 300ms"
+    took = time.monotonic() - started
+    return took, proc.returncode, {r["id"]: r for r in records(tmp_path / "out.jsonl") if r["type"] == "result"}
+
+
+@pytest.fixture(scope="module")
+def hung(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[float, int, dict[str, dict]] | Exception]:
+    """A run per hung agent, each a process of its own (one's way of ending must not hide the
+    other's), both at once: the tests only read them."""
+    return each_at_once({f: functools.partial(hung_run, tmp_path_factory.mktemp(f), f) for f in HUNG})
+
+
+@pytest.mark.parametrize("function", HUNG)
+def test_hung_sync_agent_does_not_keep_the_run_from_exiting(hung, function):
+    took, returncode, results = ran(hung[function])
+    assert took < 15
+    assert results["stuck"]["error"] == "timeout after 200ms"
     assert results["fine"]["status"] == "passed"
-    assert proc.returncode == 1
+    assert returncode == 1

@@ -161,8 +161,8 @@ async def test_a_failure_is_reported_and_retried_the_same_on_both_routes(server,
 
 
 async def test_a_timeout_and_retry_after_are_honoured_the_same_on_both_routes(server):
-    (direct, _), (litellm, _) = await both(server, [{"hang": True}] * 2, retries=1, params={"timeout": 0.1})
-    assert str(direct) == str(litellm) and "timed out after 0.1s" in str(direct) and direct.attempts == 2
+    (direct, _), (litellm, _) = await both(server, [{"hang": True}] * 2, retries=1, params={"timeout": 0.05})
+    assert str(direct) == str(litellm) and "timed out after 0.05s" in str(direct) and direct.attempts == 2
     retry = {"status": 429, "headers": {"retry-after": "0.05"}}
     (direct, _), (litellm, _) = await both(server, [retry, {"content": "fine"}], retries=1)
     assert direct.attempts == litellm.attempts == 2

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.background import Job
 from support.llm_server import LLMServer, data_section
 
 from specrun._core.errors import EvaluationError, TargetError, UsageError
@@ -63,17 +64,33 @@ def alive(pid: int) -> bool:
 # -- the seed's examples ----------------------------------------------------------------------
 
 
-def test_the_seed_examples_pass_against_the_example_agents_and_the_loopback_judge():
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "SPECRUN_TEST"))}
-    done = subprocess.run(
-        # langsmith's plugin (it comes with langchain-core) imported 1.3 s of langsmith.
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:langsmith_plugin"],
-        cwd=EXAMPLES,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def _examples_env() -> dict[str, str]:
+    """This process's environment without what the tests' own settings add or leave out
+    (``clean_settings``, ``_not_in_a_github_job``): the examples make their own."""
+    left_out = ("PYTEST_", "SPECRUN_TEST", "OPENAI_", "SPECRUN_MODEL", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")
+    return {k: v for k, v in os.environ.items() if not k.startswith(left_out) and k != "GITHUB_WORKSPACE"}
+
+
+# The examples' own pytest run, as a user starts it in that folder (a second of pytest starting
+# and collecting): it starts when collection finishes (tests/support/background.py) and the test
+# reads it, so that the tests before it overlap it.
+# (langsmith's plugin, which comes with langchain-core, imported 1.3 s of langsmith.)
+SEED_EXAMPLES = Job(
+    __name__,
+    "seed_examples",
+    lambda _: [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:langsmith_plugin"],
+    cwd=EXAMPLES,
+    env=_examples_env(),
+)
+
+
+@pytest.fixture
+def seed_examples() -> subprocess.CompletedProcess[str]:
+    return SEED_EXAMPLES.result(timeout=300)
+
+
+def test_the_seed_examples_pass_against_the_example_agents_and_the_loopback_judge(seed_examples):
+    done = seed_examples
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "15 passed" in done.stdout
     for name in ("test_conversation.py", "test_modes.py", "test_multi_agent.py", "test_ordered.py", "test_api.py"):
@@ -85,9 +102,9 @@ def test_the_seed_examples_pass_against_the_example_agents_and_the_loopback_judg
 
 
 async def test_a_silent_cli_agent_fails_at_the_read_timeout_and_is_stopped():
-    test = Test([sys.executable, str(AGENTS / "silent_cli.py")], read_timeout=0.5)
+    test = Test([sys.executable, str(AGENTS / "silent_cli.py")], read_timeout=0.3)  # the banner comes in some 20 ms
     started = time.monotonic()
-    with pytest.raises(TargetError, match=r"no prompt within 0.5s; last output: 'Loading models...'"):
+    with pytest.raises(TargetError, match=r"no prompt within 0.3s; last output: 'Loading models...'"):
         await test.start()
     assert time.monotonic() - started < 5
     with pytest.raises(TargetError, match="failed earlier"):  # later calls fail at once

@@ -3,7 +3,6 @@ agent matrix, and the one write (snapshot approval), served by a real ``specrun 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -14,6 +13,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli import run_cli
@@ -36,7 +36,7 @@ def good(messages, ctx):
     if "weather" in text:
         return Response("It is sunny", tool_calls=[ToolCall("get_weather", {"city": "Paris"}, {"temp": 21})])
     if "France" in text:
-        time.sleep(0.3 if broken else 0.0)
+        time.sleep(0.2 if broken else 0.0)  # slower: by 100 ms and 25% at least (diff.py)
         return HOSTILE + " Lyon" if broken else "Paris is the capital of France"
     if "expense" in text.lower():
         return "What type of expense?"
@@ -80,7 +80,10 @@ def _run(project: Path, broken: bool, *flags: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> dict[str, str | Path]:
+def project(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """Three recorded runs, and the ``specrun view`` process of ``server``: it starts once the
+    first run made the history (it reads every page from the history afresh), so that its
+    start-up overlaps the other two runs."""
     root = tmp_path_factory.mktemp("viewer")
     (root / "specrun.yaml").write_text("timeout: 10s\n")
     for name in ("good", "bad"):
@@ -89,32 +92,35 @@ def project(tmp_path_factory) -> dict[str, str | Path]:
         (root / name / "agent.yaml").write_text(f"id: {name}\ntarget: python:viewer_{name}:{name}\n")
     (root / "suite.yaml").write_text(SUITE)
     first = _run(root, False, "-n", "good", "--update-snapshots")
-    second = _run(root, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
-    third = _run(root, False, "-n", "good")  # capital passes again: passed, failed, passed is flaky
-    return {
-        "root": root,
-        "first": first["id"],
-        "second": second["id"],
-        "when": [third["started_at"], second["started_at"], first["started_at"]],
-    }
-
-
-@pytest.fixture(scope="module")
-def server(project) -> Iterator[str]:
-    proc = subprocess.Popen(
+    viewer = subprocess.Popen(
         [SPECRUN, "view", "--port", "0"],
-        cwd=project["root"],
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        line = proc.stdout.readline().strip()  # type: ignore[union-attr]
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line + proc.stderr.read()  # type: ignore[union-attr]
-        yield line.rstrip("/")
+        second = _run(root, True)  # capital now fails with hostile output, and greeting's snapshot for bad differs
+        third = _run(root, False, "-n", "good")  # capital passes again: passed, failed, passed is flaky
+        yield {
+            "root": root,
+            "first": first["id"],
+            "second": second["id"],
+            "when": [third["started_at"], second["started_at"], first["started_at"]],
+            "viewer": viewer,
+        }
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        viewer.terminate()
+        viewer.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(project) -> str:
+    """The base URL of the project's real ``specrun view`` process."""
+    proc = project["viewer"]
+    line = proc.stdout.readline().strip()
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", line), line + proc.stderr.read()
+    return line.rstrip("/")
 
 
 def get(url: str, headers: dict[str, str] | None = None, data: bytes | None = None) -> tuple[int, str, dict]:
@@ -183,7 +189,7 @@ async def test_hostile_agent_output_executes_nothing(browser, server, project):
         for path in (f"/run?id={project['second']}", f"/compare?a={project['first']}&b={project['second']}"):
             await page.open(server + path)
             await page.js("document.querySelectorAll('details').forEach(d => d.open = true)")
-            await asyncio.sleep(0.3)
+            await page.settled()  # any image loaded or failed, its onerror run
             assert await page.js("window.__pwned") is None
             assert await page.js("document.querySelectorAll('main img, main script').length") == 0
             assert "<script>window.__pwned=1</script>" in await page.js("document.querySelector('main').textContent")
@@ -222,7 +228,7 @@ def test_security_headers_host_check_and_read_only(server, project):
 
 
 def test_approve_needs_the_token_and_rewrites_the_snapshot(server, project):
-    root: Path = project["root"]  # type: ignore[assignment]
+    root: Path = project["root"]
     snap = root / "__snapshots__" / "suite.yaml" / "greeting.txt"
     assert snap.read_text() == "Hello there"
     _, page, _ = get(f"{server}/run?id={project['second']}")
@@ -265,7 +271,7 @@ def test_a_long_run_lists_its_first_cases_then_all_on_request(project, monkeypat
     from specrun.viewer.store import Store
 
     monkeypatch.setattr(pages, "MAX_CASES", 3)
-    history = History.open(project["root"], {})  # type: ignore[arg-type]
+    history = History.open(project["root"], {})
     try:
         first = pages.run_page(Store(history), str(project["second"]), None)
         every = pages.run_page(Store(history), str(project["second"]), None, every=True)

@@ -41,6 +41,14 @@ def _flags(profile: Path) -> list[str]:
     return [*HEADLESS_FLAGS, f"--user-data-dir={profile}"]
 
 
+# An image's load or error event runs the listeners in the order they were added: an inline
+# onerror="..." (added as the page was parsed) before this one. The timeout is one more task.
+SETTLED = """Promise.all([...document.images].filter(i => !i.complete).map(i => new Promise(done => {
+  i.addEventListener('load', done, {once: true});
+  i.addEventListener('error', done, {once: true});
+}))).then(() => new Promise(done => setTimeout(done, 0)))"""
+
+
 class Page:
     """A page in a headless Chromium, driven through the DevTools protocol."""
 
@@ -75,6 +83,12 @@ class Page:
         if "exceptionDetails" in result:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    async def settled(self) -> None:
+        """Until every image of the page has loaded or failed, and the handlers of those events
+        (an injected ``onerror`` among them) have run: what a fixed sleep used to wait for."""
+        result = await self.send("Runtime.evaluate", expression=SETTLED, awaitPromise=True)
+        assert "exceptionDetails" not in result, result
 
     async def open(self, url: str) -> None:
         self.events.clear()
