@@ -69,11 +69,12 @@ _validators: dict[int, tuple[Any, Any]] = {}
 def _made_once(name: str, registry: Registry | None, make: Callable[[], Any]) -> Any:
     """What ``make()`` returns for ``name`` and the classes ``registry`` holds, made once."""
     key = (name, None if registry is None else tuple(tuple(registry.classes(k).items()) for k in _SLOTS))
-    if key not in _made:
+    made = _made.get(key)
+    if made is None:  # (runs in threads of one process may each make it: one is kept, both are the same)
         if len(_made) >= _MADE_AT_MOST:
             _made.clear()
-        _made[key] = make()
-    return _made[key]
+        made = _made[key] = make()
+    return made
 
 
 def validator(schema: dict[str, Any]) -> Any:
